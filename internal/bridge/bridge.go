@@ -1,0 +1,258 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/natsembed"
+	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/informers"
+	"github.com/kubebridge/kubebridge/pkg/sink"
+)
+
+// Run runs the bridge until ctx ends: it connects to Kubernetes and NATS
+// (starting an embedded NATS server without NATS_URL) and calls Serve.
+func Run(ctx context.Context, cfg *config.Config, version string) error {
+	logger := klog.FromContext(ctx)
+	kube, rc, err := KubeFromConfig(cfg, "kubebridge/"+version)
+	if err != nil {
+		return err
+	}
+	logger.Info("Kubernetes API server", "host", rc.Host, "qps", rc.QPS, "burst", rc.Burst)
+
+	url := cfg.NATSURL
+	var natsOpts []nats.Option
+	if url == "" {
+		srv, err := natsembed.Start(cfg.EmbeddedNATSListen, cfg.EmbeddedNATSStoreDir)
+		if err != nil {
+			return err
+		}
+		defer srv.Shutdown()
+		url = srv.ClientURL()
+		natsOpts = append(natsOpts, nats.InProcessServer(srv))
+		logger.Info("NATS_URL is unset: started an embedded NATS server with JetStream", "url", url, "storeDir", cfg.EmbeddedNATSStoreDir)
+	} else {
+		auth := sink.Auth{CredsFile: cfg.NATSCreds, NKeyFile: cfg.NATSNKey, Token: cfg.NATSToken, User: cfg.NATSUser, Password: cfg.NATSPassword, CAFile: cfg.NATSCA, CertFile: cfg.NATSCert, KeyFile: cfg.NATSKey}
+		if natsOpts, err = auth.Options(); err != nil {
+			return err
+		}
+	}
+	nc, err := sink.Connect(ctx, url, natsOpts...)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if err := Serve(ctx, cfg, kube, nc); err != nil {
+		return err
+	}
+	if err := drainConn(nc, 5*time.Second); err != nil {
+		logger.Info("NATS drain did not finish cleanly", "err", err)
+	}
+	return nil
+}
+
+func drainConn(nc *nats.Conn, timeout time.Duration) error {
+	closed := make(chan struct{})
+	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+	if err := nc.Drain(); err != nil {
+		return err
+	}
+	select {
+	case <-closed:
+		return nil
+	case <-time.After(timeout):
+		return errors.New("timed out")
+	}
+}
+
+// Option adjusts Serve for tests and benchmarks.
+type Option func(*serveOptions)
+
+type serveOptions struct {
+	now           func() time.Time
+	progressEvery time.Duration
+	ready         func()
+}
+
+// WithClock sets the clock that stamps events.
+func WithClock(now func() time.Time) Option { return func(o *serveOptions) { o.now = now } }
+
+// WithReady is called once every start-up snapshot is stored.
+func WithReady(f func()) Option { return func(o *serveOptions) { o.ready = f } }
+
+// Serve runs informers for the configured types and publishes their
+// changes and snapshots on nc's JetStream until ctx ends, then shuts down
+// within cfg.ShutdownTimeout.
+func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts ...Option) error {
+	o := serveOptions{now: time.Now, progressEvery: 5 * time.Second, ready: func() {}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	logger := klog.FromContext(ctx)
+
+	watches, err := resolveWatches(ctx, cfg, informers.NewResolver(kube.Discovery))
+	if err != nil {
+		return err
+	}
+
+	js, err := jetstream.New(nc,
+		jetstream.WithPublishAsyncMaxPending(2*cfg.PublishWindow),
+		jetstream.WithPublishAsyncTimeout(cfg.PublishAckTimeout))
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	subjects := encode.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
+	info, err := ensureStream(ctx, js, cfg, subjects)
+	if err != nil {
+		return err
+	}
+	maxPayload := int(nc.MaxPayload())
+	if limit := int(info.Config.MaxMsgSize); limit > 0 && limit < maxPayload {
+		maxPayload = limit
+	}
+	logger.Info("JetStream stream ready", "stream", info.Config.Name, "subjects", info.Config.Subjects, "maxPayload", maxPayload)
+
+	q := newQueue(cfg.QueueSize)
+	transform := informers.TransformOptions{StripManagedFields: cfg.StripManagedFields, StripLastApplied: cfg.StripLastApplied, RedactSecrets: cfg.RedactSecrets}.Transform()
+	var sources []*informers.Source
+	for _, w := range watches {
+		src, err := informers.NewSource(kube.Clients, w.resource, w.scope, transform, q, informers.WithClock(o.now))
+		if err != nil {
+			return err
+		}
+		logger.Info("Watching", "resource", w.resource.String(), "kind", w.resource.Kind, "as", w.names, "namespaces", w.scope.Namespaces,
+			"labels", w.scope.LabelSelector, "fields", w.scope.FieldSelector, "typed", src.Typed, "subjects", subjects.TypeWildcard(w.resource))
+		sources = append(sources, src)
+	}
+
+	pub, err := sink.NewPublisher(js, sink.WithWindow(cfg.PublishWindow), sink.WithBackoff(100*time.Millisecond, cfg.PublishMaxBackoff))
+	if err != nil {
+		return err
+	}
+	workers := cfg.EncodeWorkers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	cnt := &counters{}
+	markers := newMarkerWaiter()
+	p := &pipeline{queue: q, guard: newOrderGuard(), encoder: &encode.Encoder{Subjects: subjects, MaxPayload: maxPayload},
+		workers: workers, out: make(chan sink.Envelope, cfg.PublishWindow), counters: cnt, markers: markers}
+
+	// hard ends publishing: at the shutdown deadline, not at the signal.
+	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHard()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.run(ctx, hard) }()
+	pubErr := make(chan error, 1)
+	go func() { defer wg.Done(); pubErr <- pub.Run(hard, p.out) }()
+
+	informerCtx, stopInformers := context.WithCancel(ctx)
+	defer stopInformers()
+	for _, src := range sources {
+		src.Run(informerCtx)
+	}
+	syncStart := time.Now()
+	hasSynced := make([]cache.InformerSynced, len(sources))
+	for i, src := range sources {
+		hasSynced[i] = src.HasSynced
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), hasSynced...) {
+		logger.Info("Stopped before the informer caches synced")
+		return shutdown(ctx, cfg, cancelHard, &wg, pubErr, cnt, q, pub)
+	}
+	logger.Info("Informer caches synced", "types", len(sources), "duration", time.Since(syncStart).Round(time.Millisecond))
+
+	ids := newSnapshotIDs(o.now())
+	started := make(chan error, len(sources))
+	for _, src := range sources {
+		s := &snapshotter{src: src, queue: q, markers: markers, ids: ids, now: o.now, period: cfg.ResyncPeriod,
+			canCatch: nc.IsConnected, progressEvery: o.progressEvery}
+		wg.Add(1)
+		go func() { defer wg.Done(); s.run(ctx, started) }()
+	}
+	go func() {
+		for range sources {
+			if err := <-started; err != nil {
+				return
+			}
+		}
+		logger.Info("Start-up snapshots published; the stream holds the current state of every watched type")
+		o.ready()
+	}()
+
+	<-ctx.Done()
+	return shutdown(ctx, cfg, cancelHard, &wg, pubErr, cnt, q, pub)
+}
+
+// shutdown gives queued events until the shutdown timeout to be
+// acknowledged, then stops publishing.
+func shutdown(ctx context.Context, cfg *config.Config, cancelHard context.CancelFunc, wg *sync.WaitGroup, pubErr <-chan error, cnt *counters, q *queue, pub *sink.Publisher) error {
+	logger := klog.FromContext(ctx)
+	logger.Info("Shutting down; waiting for queued events to be acknowledged", "queued", q.Len(), "inFlight", pub.InFlight(), "timeout", cfg.ShutdownTimeout)
+	timer := time.AfterFunc(cfg.ShutdownTimeout, cancelHard)
+	defer timer.Stop()
+	err := <-pubErr
+	cancelHard()
+	wg.Wait()
+	left := cnt.unacked.Load() + int64(q.Len())
+	if err != nil && left > 0 {
+		logger.Info("Shutdown timeout reached: some events were not acknowledged; the next start-up snapshot repairs consumers' state",
+			"unacknowledged", left)
+	}
+	logger.Info("Stopped", "published", cnt.acked.Load(), "superseded", cnt.superseded.Load(), "truncated", cnt.truncated.Load(), "encodeErrors", cnt.encodeErrs.Load())
+	return nil
+}
+
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg *config.Config, subjects encode.Subjects) (*jetstream.StreamInfo, error) {
+	storage := jetstream.FileStorage
+	if cfg.StreamStorage == "memory" {
+		storage = jetstream.MemoryStorage
+	}
+	sc := jetstream.StreamConfig{
+		Name:        cfg.StreamName,
+		Description: "Kubernetes object changes published by kubebridge",
+		Subjects:    []string{subjects.Stream()},
+		Storage:     storage,
+		Replicas:    cfg.StreamReplicas,
+		MaxAge:      cfg.StreamMaxAge,
+		MaxBytes:    cfg.StreamMaxBytes,
+		Duplicates:  cfg.StreamDuplicateWindow,
+	}
+	logger := klog.FromContext(ctx)
+	wait := 500 * time.Millisecond
+	for {
+		opCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		info, err := sink.EnsureStream(opCtx, js, sc, subjects.ClusterWildcard())
+		cancel()
+		if err == nil {
+			return info, nil
+		}
+		// A wrong stream is a configuration problem; anything else may be
+		// NATS not being reachable yet.
+		if errors.Is(err, sink.ErrStreamSubjects) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) || ctx.Err() != nil {
+			return nil, err
+		}
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) {
+			return nil, err
+		}
+		logger.Info("JetStream not available yet; retrying", "err", err, "retryIn", wait)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 10*time.Second)
+	}
+}

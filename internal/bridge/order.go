@@ -1,0 +1,87 @@
+package bridge
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+
+	"github.com/kubebridge/kubebridge/pkg/informers"
+)
+
+// orderGuard keeps the stream free of regressions. A snapshot lists the
+// indexer, which runs ahead of the handler queue: an item can carry a newer
+// state of an object than a change still waiting in the queue. The guard
+// remembers the last resourceVersion handed on per object and drops anything
+// older, so a consumer never sees an object go back in time.
+//
+// It also counts the items of each snapshot it hands on, so the end marker
+// carries the number of items a consumer will actually see.
+//
+// It is used by the sequencer goroutine only.
+type orderGuard struct {
+	last   map[*informers.Resource]map[objectKey]lastSeen
+	active map[*informers.Resource]*int
+}
+
+type objectKey struct{ namespace, name string }
+
+type lastSeen struct {
+	rv string
+	// deleted marks a delete seen during a snapshot: an item of that
+	// snapshot listed before the delete must not bring the object back.
+	deleted bool
+}
+
+func newOrderGuard() *orderGuard {
+	return &orderGuard{last: map[*informers.Resource]map[objectKey]lastSeen{}, active: map[*informers.Resource]*int{}}
+}
+
+// admit reports whether c is to be published, updating what the guard
+// remembers. It may set c.SnapshotCount on an end marker.
+func (g *orderGuard) admit(c *informers.Change) bool {
+	switch c.Verb {
+	case informers.SnapshotBegin:
+		n := 0
+		g.active[c.Resource] = &n
+		return true
+	case informers.SnapshotEnd:
+		if n := g.active[c.Resource]; n != nil {
+			c.SnapshotCount = *n
+		}
+		delete(g.active, c.Resource)
+		for k, v := range g.last[c.Resource] {
+			if v.deleted {
+				delete(g.last[c.Resource], k)
+			}
+		}
+		return true
+	}
+	m, err := meta.Accessor(c.Object)
+	if err != nil {
+		return true
+	}
+	objs := g.last[c.Resource]
+	if objs == nil {
+		objs = map[objectKey]lastSeen{}
+		g.last[c.Resource] = objs
+	}
+	key := objectKey{m.GetNamespace(), m.GetName()}
+	rv := m.GetResourceVersion()
+	if prev, ok := objs[key]; ok {
+		if cmp, err := resourceversion.CompareResourceVersion(rv, prev.rv); err == nil && cmp < 0 {
+			return false
+		}
+	}
+	snapshotting := g.active[c.Resource] != nil
+	switch {
+	case c.Verb == informers.Deleted && snapshotting:
+		objs[key] = lastSeen{rv: rv, deleted: true}
+	case c.Verb == informers.Deleted:
+		delete(objs, key)
+	default:
+		objs[key] = lastSeen{rv: rv}
+	}
+	if c.Verb == informers.SnapshotItem && snapshotting {
+		*g.active[c.Resource]++
+	}
+	return true
+}

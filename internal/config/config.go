@@ -1,0 +1,291 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Config is everything the bridge reads from its environment. The env tag
+// names the variable and its default; the help tag is what --help prints.
+type Config struct {
+	Resources  Resources `env:"BRIDGE_RESOURCES" required:"true" help:"Resource types to watch, ';' or newline separated, each as kubectl names it with optional '|'-separated scope: 'configmaps; deploy.apps | namespaces=web,api; pods | labels=app in (web,api) | fields=status.phase=Running'. Required."`
+	Namespaces []string  `env:"BRIDGE_NAMESPACES" help:"Comma-separated namespaces watched by every namespaced type without its own namespaces=; empty means all namespaces."`
+
+	ClusterName   string `env:"BRIDGE_CLUSTER_NAME, default=default" help:"Name of this cluster in subjects, the event source and the cluster extension (a DNS label)."`
+	SubjectPrefix string `env:"BRIDGE_SUBJECT_PREFIX, default=kubebridge" help:"First token(s) of every subject: <prefix>.<cluster>.<group>.<version>.<resource>.<namespace>.<name>."`
+
+	ResyncPeriod       time.Duration `env:"BRIDGE_RESYNC_PERIOD, default=1h" help:"How often each type's full snapshot is published again after the start-up one; 0 disables periodic snapshots."`
+	QueueSize          int           `env:"BRIDGE_QUEUE_SIZE, default=10000" help:"Changes buffered between informers and NATS; when full, changes are dropped and the type is snapshotted again once NATS catches up."`
+	EncodeWorkers      int           `env:"BRIDGE_ENCODE_WORKERS, default=0" help:"Goroutines encoding events in parallel (order is kept); 0 means one per CPU."`
+	PublishWindow      int           `env:"BRIDGE_PUBLISH_WINDOW, default=512" help:"Most JetStream publishes awaiting acknowledgement at once."`
+	PublishAckTimeout  time.Duration `env:"BRIDGE_PUBLISH_ACK_TIMEOUT, default=5s" help:"How long to wait for a JetStream acknowledgement before retrying a publish."`
+	PublishMaxBackoff  time.Duration `env:"BRIDGE_PUBLISH_MAX_BACKOFF, default=5s" help:"Longest wait between retries of a failed publish (retries start at 100ms and double)."`
+	ShutdownTimeout    time.Duration `env:"BRIDGE_SHUTDOWN_TIMEOUT, default=20s" help:"On SIGTERM/SIGINT, how long to wait for queued events to be acknowledged before exiting."`
+	StripManagedFields bool          `env:"BRIDGE_STRIP_MANAGED_FIELDS, default=true" help:"Remove metadata.managedFields before objects are cached and published."`
+	StripLastApplied   bool          `env:"BRIDGE_STRIP_LAST_APPLIED, default=true" help:"Remove the kubectl.kubernetes.io/last-applied-configuration annotation before objects are cached and published."`
+	RedactSecrets      bool          `env:"BRIDGE_REDACT_SECRETS, default=true" help:"Publish Secrets with the values of data and stringData removed (keys kept). Set to false to publish values."`
+	LogVerbosity       int           `env:"BRIDGE_LOG_VERBOSITY, default=0" help:"klog verbosity, as -v: 0 start-up and problems, 2 snapshots and reconnects, 4 every retry, 6 every event."`
+
+	KubeContext string  `env:"BRIDGE_KUBE_CONTEXT" help:"Kubeconfig context to use instead of the current one. Kubernetes access: in-cluster config when running in a pod without KUBECONFIG, else KUBECONFIG or ~/.kube/config, as kubectl."`
+	KubeQPS     float32 `env:"BRIDGE_KUBE_QPS, default=50" help:"Client-side rate limit for API requests (queries per second)."`
+	KubeBurst   int     `env:"BRIDGE_KUBE_BURST, default=100" help:"Client-side burst for API requests."`
+
+	NATSURL      string `env:"NATS_URL" help:"NATS server URL(s), comma-separated (nats://, tls://, ws://, wss://). Unset: start an embedded NATS server with JetStream."`
+	NATSCreds    string `env:"NATS_CREDS" help:"Path to a NATS user credentials file (JWT and NKey seed)."`
+	NATSNKey     string `env:"NATS_NKEY" help:"Path to an NKey seed file."`
+	NATSToken    string `env:"NATS_TOKEN" help:"NATS authentication token."`
+	NATSUser     string `env:"NATS_USER" help:"NATS user name (with NATS_PASSWORD)."`
+	NATSPassword string `env:"NATS_PASSWORD" help:"NATS password (with NATS_USER)."`
+	NATSCA       string `env:"NATS_CA" help:"Path to a PEM CA bundle to verify the NATS server."`
+	NATSCert     string `env:"NATS_CERT" help:"Path to a PEM client certificate for NATS TLS (with NATS_KEY)."`
+	NATSKey      string `env:"NATS_KEY" help:"Path to the PEM private key of NATS_CERT."`
+
+	StreamName            string        `env:"BRIDGE_STREAM_NAME, default=KUBEBRIDGE" help:"JetStream stream; created with the settings below when missing, else checked to cover <prefix>.<cluster>.>."`
+	StreamStorage         string        `env:"BRIDGE_STREAM_STORAGE, default=file" help:"Storage of a created stream: file or memory."`
+	StreamReplicas        int           `env:"BRIDGE_STREAM_REPLICAS, default=1" help:"Replicas of a created stream (1-5)."`
+	StreamMaxAge          time.Duration `env:"BRIDGE_STREAM_MAX_AGE, default=168h" help:"Max age of messages in a created stream; 0 keeps them forever."`
+	StreamMaxBytes        int64         `env:"BRIDGE_STREAM_MAX_BYTES, default=-1" help:"Max size in bytes of a created stream; -1 is unlimited."`
+	StreamDuplicateWindow time.Duration `env:"BRIDGE_STREAM_DUPLICATE_WINDOW, default=2m" help:"JetStream de-duplication window of a created stream (Nats-Msg-Id)."`
+
+	EmbeddedNATSListen   string `env:"BRIDGE_EMBEDDED_NATS_LISTEN, default=127.0.0.1:4222" help:"host:port of the embedded NATS server (only without NATS_URL)."`
+	EmbeddedNATSStoreDir string `env:"BRIDGE_EMBEDDED_NATS_STORE_DIR" help:"JetStream store directory of the embedded NATS server; default <tmp>/kubebridge-jetstream."`
+}
+
+// Error lists every problem found in the environment, one per line.
+type Error struct {
+	Problems []string
+}
+
+func (e *Error) Error() string { return strings.Join(e.Problems, "\n") }
+
+// ErrInvalid is matched by every *Error.
+var ErrInvalid = errors.New("invalid configuration")
+
+// Is makes errors.Is(err, ErrInvalid) true for an *Error.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+// Load reads the configuration through lookup (nil: the process
+// environment) and checks it. All problems are returned together.
+func Load(ctx context.Context, lookup envconfig.Lookuper) (*Config, error) {
+	if lookup == nil {
+		lookup = envconfig.OsLookuper()
+	}
+	keys := envKeys()
+	masked := map[string]bool{}
+	var problems []string
+	var c Config
+	// envconfig stops at the first bad variable. Hiding each bad variable
+	// and decoding again finds the rest; a hidden variable falls back to its
+	// default, so no single mistake hides another.
+	for range len(keys) + 1 {
+		c = Config{}
+		err := envconfig.ProcessWith(ctx, &envconfig.Config{
+			Target: &c,
+			Lookuper: envconfig.LookuperFunc(func(k string) (string, bool) {
+				if masked[k] {
+					return "", false
+				}
+				return lookup.Lookup(k)
+			}),
+		})
+		if err == nil {
+			break
+		}
+		field, cause, _ := strings.Cut(err.Error(), ": ")
+		key, ok := keys[field]
+		if !ok || masked[key] {
+			// Not a variable's value: report it alone, as later checks
+			// would run on an incomplete struct.
+			return nil, &Error{Problems: append(problems, err.Error())}
+		}
+		masked[key] = true
+		v, _ := lookup.Lookup(key)
+		if v == "" {
+			problems = append(problems, fmt.Sprintf("%s: %s", key, cause))
+		} else {
+			problems = append(problems, fmt.Sprintf("%s=%q: %s", key, v, cause))
+		}
+	}
+	if len(c.Resources) == 0 && !masked["BRIDGE_RESOURCES"] {
+		problems = append(problems, "BRIDGE_RESOURCES: required: name the resource types to watch, e.g. BRIDGE_RESOURCES='configmaps; deployments.apps'")
+	}
+	problems = append(problems, c.validate(lookup)...)
+	if len(problems) > 0 {
+		return nil, &Error{Problems: problems}
+	}
+	if c.EmbeddedNATSStoreDir == "" {
+		c.EmbeddedNATSStoreDir = filepath.Join(os.TempDir(), "kubebridge-jetstream")
+	}
+	return &c, nil
+}
+
+var (
+	prefixRE     = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+	streamNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+)
+
+func (c *Config) validate(lookup envconfig.Lookuper) []string {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+	set := func(key string) bool { v, ok := lookup.Lookup(key); return ok && v != "" }
+
+	for _, ns := range c.Namespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			add("BRIDGE_NAMESPACES: %q is not a namespace name: %s", ns, errs[0])
+		}
+	}
+	if errs := validation.IsDNS1123Label(c.ClusterName); len(errs) > 0 {
+		add("BRIDGE_CLUSTER_NAME=%q: must be a DNS label: lowercase letters, digits and '-', at most 63", c.ClusterName)
+	}
+	if !prefixRE.MatchString(c.SubjectPrefix) {
+		add("BRIDGE_SUBJECT_PREFIX=%q: must be dot-separated tokens of letters, digits, '-' and '_' (no wildcards)", c.SubjectPrefix)
+	}
+	nonNegative := map[string]time.Duration{"BRIDGE_RESYNC_PERIOD": c.ResyncPeriod, "BRIDGE_STREAM_MAX_AGE": c.StreamMaxAge}
+	for _, k := range []string{"BRIDGE_RESYNC_PERIOD", "BRIDGE_STREAM_MAX_AGE"} {
+		if nonNegative[k] < 0 {
+			add("%s=%v: must not be negative", k, nonNegative[k])
+		}
+	}
+	positive := []struct {
+		key string
+		d   time.Duration
+	}{{"BRIDGE_PUBLISH_ACK_TIMEOUT", c.PublishAckTimeout}, {"BRIDGE_PUBLISH_MAX_BACKOFF", c.PublishMaxBackoff}, {"BRIDGE_SHUTDOWN_TIMEOUT", c.ShutdownTimeout}, {"BRIDGE_STREAM_DUPLICATE_WINDOW", c.StreamDuplicateWindow}}
+	for _, x := range positive {
+		if x.d <= 0 {
+			add("%s=%v: must be positive", x.key, x.d)
+		}
+	}
+	if c.PublishMaxBackoff > 0 && c.PublishMaxBackoff < 100*time.Millisecond {
+		add("BRIDGE_PUBLISH_MAX_BACKOFF=%v: must be at least 100ms, the first retry's wait", c.PublishMaxBackoff)
+	}
+	if c.QueueSize < 1 {
+		add("BRIDGE_QUEUE_SIZE=%d: must be at least 1", c.QueueSize)
+	}
+	if c.PublishWindow < 1 {
+		add("BRIDGE_PUBLISH_WINDOW=%d: must be at least 1", c.PublishWindow)
+	}
+	if c.EncodeWorkers < 0 {
+		add("BRIDGE_ENCODE_WORKERS=%d: must not be negative", c.EncodeWorkers)
+	}
+	if c.LogVerbosity < 0 {
+		add("BRIDGE_LOG_VERBOSITY=%d: must not be negative", c.LogVerbosity)
+	}
+	if c.KubeQPS <= 0 {
+		add("BRIDGE_KUBE_QPS=%v: must be positive", c.KubeQPS)
+	}
+	if c.KubeBurst < 1 {
+		add("BRIDGE_KUBE_BURST=%d: must be at least 1", c.KubeBurst)
+	}
+	if !streamNameRE.MatchString(c.StreamName) {
+		add("BRIDGE_STREAM_NAME=%q: must be letters, digits, '-' and '_'", c.StreamName)
+	}
+	if c.StreamStorage != "file" && c.StreamStorage != "memory" {
+		add("BRIDGE_STREAM_STORAGE=%q: must be file or memory", c.StreamStorage)
+	}
+	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
+		add("BRIDGE_STREAM_REPLICAS=%d: must be between 1 and 5", c.StreamReplicas)
+	}
+	if c.StreamMaxBytes < -1 || c.StreamMaxBytes == 0 {
+		add("BRIDGE_STREAM_MAX_BYTES=%d: must be positive or -1 (unlimited)", c.StreamMaxBytes)
+	}
+	p = append(p, c.validateNATS(set)...)
+	return p
+}
+
+func (c *Config) validateNATS(set func(string) bool) []string {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+	if c.NATSURL == "" {
+		for _, k := range []string{"NATS_CREDS", "NATS_NKEY", "NATS_TOKEN", "NATS_USER", "NATS_PASSWORD", "NATS_CA", "NATS_CERT", "NATS_KEY"} {
+			if set(k) {
+				add("%s is set but NATS_URL is not: the embedded NATS server takes no credentials or TLS", k)
+			}
+		}
+	} else {
+		for _, k := range []string{"BRIDGE_EMBEDDED_NATS_LISTEN", "BRIDGE_EMBEDDED_NATS_STORE_DIR"} {
+			if set(k) {
+				add("%s is set together with NATS_URL: it only applies to the embedded server used without NATS_URL", k)
+			}
+		}
+		for _, raw := range strings.Split(c.NATSURL, ",") {
+			raw = strings.TrimSpace(raw)
+			u, err := url.Parse(raw)
+			switch {
+			case err != nil:
+				add("NATS_URL: %q is not a URL", redactURL(raw))
+			case u.Scheme != "nats" && u.Scheme != "tls" && u.Scheme != "ws" && u.Scheme != "wss":
+				add("NATS_URL: %q must use nats://, tls://, ws:// or wss://", redactURL(raw))
+			case u.Host == "":
+				add("NATS_URL: %q has no host", redactURL(raw))
+			}
+		}
+	}
+	methods := []string{}
+	for _, k := range []string{"NATS_CREDS", "NATS_NKEY", "NATS_TOKEN", "NATS_USER"} {
+		if set(k) {
+			methods = append(methods, k)
+		}
+	}
+	if len(methods) > 1 {
+		add("%s are set together: choose one NATS authentication method", strings.Join(methods, " and "))
+	}
+	if set("NATS_USER") != set("NATS_PASSWORD") {
+		add("NATS_USER and NATS_PASSWORD must be set together")
+	}
+	if set("NATS_CERT") != set("NATS_KEY") {
+		add("NATS_CERT and NATS_KEY must be set together")
+	}
+	for _, k := range []string{"NATS_CREDS", "NATS_NKEY", "NATS_CA", "NATS_CERT", "NATS_KEY"} {
+		path := map[string]string{"NATS_CREDS": c.NATSCreds, "NATS_NKEY": c.NATSNKey, "NATS_CA": c.NATSCA, "NATS_CERT": c.NATSCert, "NATS_KEY": c.NATSKey}[k]
+		if path == "" {
+			continue
+		}
+		if _, err := os.Stat(path); err != nil {
+			add("%s=%q: cannot read the file: %v", k, path, errors.Unwrap(err))
+		}
+	}
+	return p
+}
+
+// redactURL hides a password or token in a URL meant for a message.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		if i := strings.LastIndex(raw, "@"); i >= 0 {
+			return "***" + raw[i:]
+		}
+		return raw
+	}
+	return u.Redacted()
+}
+
+// RedactedNATSURL is NATS_URL with any password replaced, for logs.
+func (c *Config) RedactedNATSURL() string {
+	parts := strings.Split(c.NATSURL, ",")
+	for i, p := range parts {
+		parts[i] = redactURL(strings.TrimSpace(p))
+	}
+	return strings.Join(parts, ",")
+}
+
+// envKeys maps Config field names to their variables.
+func envKeys() map[string]string {
+	out := map[string]string{}
+	t := reflect.TypeOf(Config{})
+	for i := 0; i < t.NumField(); i++ {
+		key, _, _ := strings.Cut(t.Field(i).Tag.Get("env"), ",")
+		out[t.Field(i).Name] = key
+	}
+	return out
+}

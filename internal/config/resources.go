@@ -1,0 +1,102 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// ResourceSpec is one entry of BRIDGE_RESOURCES: a resource type as kubectl
+// names it, and the scope it is watched in.
+type ResourceSpec struct {
+	// Name is as given: configmaps, cm, deploy.apps, widgets.v1.example.com.
+	Name string
+	// Namespaces is empty when the entry does not name any; BRIDGE_NAMESPACES
+	// then applies.
+	Namespaces    []string
+	LabelSelector string
+	FieldSelector string
+}
+
+// Resources is the parsed BRIDGE_RESOURCES.
+type Resources []ResourceSpec
+
+// EnvDecode parses the variable: entries separated by ';' or newlines, each
+// a resource name followed by '|'-separated key=value options:
+//
+//	configmaps
+//	deployments.apps | namespaces=web,api
+//	pods | labels=app in (web,api) | fields=status.phase=Running
+func (r *Resources) EnvDecode(value string) error {
+	var problems []string
+	var out Resources
+	for _, entry := range strings.FieldsFunc(value, func(c rune) bool { return c == ';' || c == '\n' }) {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		spec, err := parseEntry(entry)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		out = append(out, spec)
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	*r = out
+	return nil
+}
+
+func parseEntry(entry string) (ResourceSpec, error) {
+	parts := strings.Split(entry, "|")
+	spec := ResourceSpec{Name: strings.TrimSpace(parts[0])}
+	if spec.Name == "" || strings.ContainsAny(spec.Name, " \t=,/") {
+		return spec, fmt.Errorf("%q: expected a resource name such as configmaps, deploy or widgets.example.com first", entry)
+	}
+	seen := map[string]bool{}
+	for _, opt := range parts[1:] {
+		key, val, ok := strings.Cut(strings.TrimSpace(opt), "=")
+		key = strings.TrimSpace(key)
+		val = strings.TrimSpace(val)
+		if !ok {
+			return spec, fmt.Errorf("%s: option %q is not key=value (keys: namespaces, labels, fields)", spec.Name, strings.TrimSpace(opt))
+		}
+		canon := map[string]string{"namespaces": "namespaces", "namespace": "namespaces", "ns": "namespaces", "labels": "labels", "l": "labels", "fields": "fields", "f": "fields"}[key]
+		if canon == "" {
+			return spec, fmt.Errorf("%s: unknown option %q (keys: namespaces, labels, fields)", spec.Name, key)
+		}
+		if seen[canon] {
+			return spec, fmt.Errorf("%s: option %s given twice", spec.Name, canon)
+		}
+		seen[canon] = true
+		switch canon {
+		case "namespaces":
+			for _, ns := range strings.Split(val, ",") {
+				ns = strings.TrimSpace(ns)
+				if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+					return spec, fmt.Errorf("%s: %q is not a namespace name: %s", spec.Name, ns, errs[0])
+				}
+				spec.Namespaces = append(spec.Namespaces, ns)
+			}
+		case "labels":
+			sel, err := labels.Parse(val)
+			if err != nil {
+				return spec, fmt.Errorf("%s: label selector %q: %v", spec.Name, val, err)
+			}
+			spec.LabelSelector = sel.String()
+		case "fields":
+			sel, err := fields.ParseSelector(val)
+			if err != nil {
+				return spec, fmt.Errorf("%s: field selector %q: %v", spec.Name, val, err)
+			}
+			spec.FieldSelector = sel.String()
+		}
+	}
+	return spec, nil
+}

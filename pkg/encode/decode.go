@@ -1,0 +1,70 @@
+package encode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/cloudevents/sdk-go/v2/binding"
+	"github.com/cloudevents/sdk-go/v2/binding/spec"
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+)
+
+// ErrNotCloudEvent is returned by Decode for a message without ce-specversion.
+var ErrNotCloudEvent = errors.New("encode: message carries no ce-specversion header")
+
+var ceSpecs = spec.WithPrefix(ceHeaderPrefix)
+
+// Decode reads a binary-mode CloudEvent from a NATS message through sdk-go's
+// binding package, the way any sdk-go based consumer does.
+func Decode(msg *nats.Msg) (*event.Event, error) {
+	if msg.Header.Get(ceSpecs.PrefixedSpecVersionName()) == "" {
+		return nil, ErrNotCloudEvent
+	}
+	return binding.ToEvent(context.Background(), &natsMessage{msg: msg})
+}
+
+// natsMessage adapts a *nats.Msg to binding.Message in binary encoding.
+type natsMessage struct {
+	msg *nats.Msg
+}
+
+func (m *natsMessage) ReadEncoding() binding.Encoding { return binding.EncodingBinary }
+
+func (m *natsMessage) ReadStructured(context.Context, binding.StructuredWriter) error {
+	return binding.ErrNotStructured
+}
+
+func (m *natsMessage) ReadBinary(_ context.Context, w binding.BinaryWriter) error {
+	version := ceSpecs.Version(m.msg.Header.Get(ceSpecs.PrefixedSpecVersionName()))
+	if version == nil {
+		return binding.ErrUnknownEncoding
+	}
+	for k, vs := range m.msg.Header {
+		if len(vs) == 0 {
+			continue
+		}
+		var err error
+		switch {
+		case strings.HasPrefix(k, ceHeaderPrefix):
+			if attr := version.Attribute(k); attr != nil {
+				err = w.SetAttribute(attr, vs[0])
+			} else {
+				err = w.SetExtension(strings.TrimPrefix(k, ceHeaderPrefix), vs[0])
+			}
+		case strings.EqualFold(k, HeaderContentType):
+			err = w.SetAttribute(version.AttributeFromKind(spec.DataContentType), vs[0])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(m.msg.Data) > 0 {
+		return w.SetData(bytes.NewReader(m.msg.Data))
+	}
+	return nil
+}
+
+func (m *natsMessage) Finish(error) error { return nil }

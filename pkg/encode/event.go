@@ -1,0 +1,321 @@
+package encode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cloudevents/sdk-go/v2/binding"
+	"github.com/cloudevents/sdk-go/v2/binding/spec"
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
+	"github.com/nats-io/nats.go"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubebridge/kubebridge/pkg/informers"
+)
+
+// Event types, one per verb.
+const (
+	TypeAdded         = "io.kubebridge.object.added"
+	TypeUpdated       = "io.kubebridge.object.updated"
+	TypeDeleted       = "io.kubebridge.object.deleted"
+	TypeSnapshotBegin = "io.kubebridge.snapshot.begin"
+	TypeSnapshotItem  = "io.kubebridge.snapshot.item"
+	TypeSnapshotEnd   = "io.kubebridge.snapshot.end"
+)
+
+// Extension attribute names (CloudEvents: lowercase letters and digits).
+const (
+	ExtCluster           = "cluster"
+	ExtKind              = "kind"
+	ExtAPIVersion        = "apiversion"
+	ExtNamespace         = "namespace"
+	ExtName              = "name"
+	ExtUID               = "uid"
+	ExtResourceVersion   = "resourceversion"
+	ExtSnapshotID        = "snapshotid"
+	ExtSnapshotCount     = "snapshotcount"
+	ExtFinalStateUnknown = "finalstateunknown"
+	ExtTruncated         = "truncated"
+)
+
+// Header names outside the ce- attribute set.
+const (
+	HeaderContentType = "Content-Type"
+	// HeaderMsgID is JetStream's de-duplication header; it carries the event id.
+	HeaderMsgID    = "Nats-Msg-Id"
+	ceHeaderPrefix = "ce-"
+)
+
+// ContentTypeJSON is the datacontenttype of every event with data.
+const ContentTypeJSON = "application/json"
+
+var typeByVerb = map[informers.Verb]string{
+	informers.Added:         TypeAdded,
+	informers.Updated:       TypeUpdated,
+	informers.Deleted:       TypeDeleted,
+	informers.SnapshotBegin: TypeSnapshotBegin,
+	informers.SnapshotItem:  TypeSnapshotItem,
+	informers.SnapshotEnd:   TypeSnapshotEnd,
+}
+
+// ErrTooLarge is returned when not even the truncated form of an event fits
+// the maximum payload.
+var ErrTooLarge = errors.New("encode: event exceeds the maximum NATS payload even without its data")
+
+// Data is the event payload, named as in AdmissionReview.
+type Data struct {
+	Object    json.RawMessage `json:"object,omitempty"`
+	OldObject json.RawMessage `json:"oldObject,omitempty"`
+}
+
+// Encoder turns Changes into NATS messages.
+type Encoder struct {
+	Subjects Subjects
+	// MaxPayload is the largest message (headers and data) the server
+	// accepts; 0 means no limit. Larger events are sent truncated.
+	MaxPayload int
+}
+
+// Encoded is one message ready to publish.
+type Encoded struct {
+	Msg *nats.Msg
+	// ID is the event id, also sent as Nats-Msg-Id.
+	ID string
+	// Truncated is set when the objects did not fit MaxPayload and only
+	// their identifying metadata was sent.
+	Truncated bool
+}
+
+// Event builds the CloudEvent for c. It never modifies c's objects.
+func (e *Encoder) Event(c informers.Change) (event.Event, error) {
+	ev, _, err := e.event(c, false)
+	return ev, err
+}
+
+// Encode builds the NATS message for c.
+func (e *Encoder) Encode(c informers.Change) (Encoded, error) {
+	ev, subject, err := e.event(c, false)
+	if err != nil {
+		return Encoded{}, err
+	}
+	msg, err := toMsg(&ev, subject)
+	if err != nil {
+		return Encoded{}, err
+	}
+	if e.MaxPayload <= 0 || wireSize(msg) <= e.MaxPayload || c.Verb.IsMarker() {
+		return Encoded{Msg: msg, ID: ev.ID()}, nil
+	}
+	ev, subject, err = e.event(c, true)
+	if err != nil {
+		return Encoded{}, err
+	}
+	if msg, err = toMsg(&ev, subject); err != nil {
+		return Encoded{}, err
+	}
+	if wireSize(msg) > e.MaxPayload {
+		return Encoded{}, fmt.Errorf("%w: %s (%d bytes, limit %d)", ErrTooLarge, subject, wireSize(msg), e.MaxPayload)
+	}
+	return Encoded{Msg: msg, ID: ev.ID(), Truncated: true}, nil
+}
+
+func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string, error) {
+	typ, ok := typeByVerb[c.Verb]
+	if !ok {
+		return event.Event{}, "", fmt.Errorf("encode: unknown verb %q", c.Verb)
+	}
+	if c.Resource == nil {
+		return event.Event{}, "", errors.New("encode: change without a resource")
+	}
+	r := c.Resource
+	gvk := r.GroupVersionKind()
+	ev := event.New(event.CloudEventsVersionV1)
+	ev.SetType(typ)
+	ev.SetTime(c.ObservedAt)
+	ev.SetExtension(ExtCluster, e.Subjects.Cluster)
+	ev.SetExtension(ExtKind, gvk.Kind)
+	ev.SetExtension(ExtAPIVersion, gvk.GroupVersion().String())
+
+	if c.Verb.IsMarker() {
+		ev.SetSource(source(e.Subjects.Cluster, r, ""))
+		ev.SetID(e.Subjects.Cluster + "/" + r.String() + "/" + c.SnapshotID + "/" + string(c.Verb))
+		ev.SetExtension(ExtSnapshotID, c.SnapshotID)
+		if c.Verb == informers.SnapshotEnd {
+			ev.SetExtension(ExtSnapshotCount, int32(c.SnapshotCount))
+		}
+		return ev, e.Subjects.Marker(r, c.Verb), nil
+	}
+
+	obj, err := meta.Accessor(c.Object)
+	if err != nil {
+		return event.Event{}, "", fmt.Errorf("encode: %s object: %w", r, err)
+	}
+	ns, name := obj.GetNamespace(), obj.GetName()
+	id := string(obj.GetUID()) + "/" + obj.GetResourceVersion() + "/" + string(c.Verb)
+	if c.Verb == informers.SnapshotItem {
+		id += "/" + c.SnapshotID
+		ev.SetExtension(ExtSnapshotID, c.SnapshotID)
+	}
+	ev.SetID(id)
+	ev.SetSource(source(e.Subjects.Cluster, r, ns))
+	if ns != "" {
+		ev.SetSubject(ns + "/" + name)
+		ev.SetExtension(ExtNamespace, ns)
+	} else {
+		ev.SetSubject(name)
+	}
+	ev.SetExtension(ExtName, name)
+	ev.SetExtension(ExtUID, string(obj.GetUID()))
+	ev.SetExtension(ExtResourceVersion, obj.GetResourceVersion())
+	if c.FinalStateUnknown {
+		ev.SetExtension(ExtFinalStateUnknown, true)
+	}
+
+	var data Data
+	if data.Object, err = objectJSON(c.Object, gvk.GroupVersion().String(), gvk.Kind, truncate); err != nil {
+		return event.Event{}, "", fmt.Errorf("encode: %s %s: %w", r, id, err)
+	}
+	if c.OldObject != nil {
+		if data.OldObject, err = objectJSON(c.OldObject, gvk.GroupVersion().String(), gvk.Kind, truncate); err != nil {
+			return event.Event{}, "", fmt.Errorf("encode: %s %s old object: %w", r, id, err)
+		}
+	}
+	if truncate {
+		ev.SetExtension(ExtTruncated, true)
+	}
+	payload, err := json.Marshal(data)
+	if err != nil {
+		return event.Event{}, "", fmt.Errorf("encode: %s %s: %w", r, id, err)
+	}
+	ev.SetDataContentType(ContentTypeJSON)
+	ev.DataEncoded = payload
+	return ev, e.Subjects.Object(r, ns, name), nil
+}
+
+// source is the cluster plus the API path of the collection the object is
+// listed from, e.g. k8s://prod/apis/apps/v1/namespaces/web/deployments.
+func source(cluster string, r *informers.Resource, namespace string) string {
+	path := "/api/" + r.GVR.Version
+	if r.GVR.Group != "" {
+		path = "/apis/" + r.GVR.Group + "/" + r.GVR.Version
+	}
+	if namespace != "" {
+		path += "/namespaces/" + namespace
+	}
+	return "k8s://" + cluster + path + "/" + r.GVR.Resource
+}
+
+// truncatedObject is what is sent in place of an object too large to publish:
+// enough for a consumer to know the object exists and to fetch it.
+type truncatedObject struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   truncatedMetadata `json:"metadata"`
+}
+
+type truncatedMetadata struct {
+	Name            string `json:"name"`
+	Namespace       string `json:"namespace,omitempty"`
+	UID             string `json:"uid"`
+	ResourceVersion string `json:"resourceVersion"`
+	Generation      int64  `json:"generation,omitempty"`
+}
+
+// objectJSON marshals obj with apiVersion and kind filled in: typed objects
+// from an informer cache have an empty TypeMeta, and setting it on the cached
+// object would mutate the cache, so the fields are spliced into the JSON.
+func objectJSON(obj runtime.Object, apiVersion, kind string, truncate bool) (json.RawMessage, error) {
+	if truncate {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(truncatedObject{APIVersion: apiVersion, Kind: kind, Metadata: truncatedMetadata{
+			Name: m.GetName(), Namespace: m.GetNamespace(), UID: string(m.GetUID()),
+			ResourceVersion: m.GetResourceVersion(), Generation: m.GetGeneration(),
+		}})
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	if !obj.GetObjectKind().GroupVersionKind().Empty() {
+		return raw, nil
+	}
+	if len(raw) < 2 || raw[0] != '{' {
+		return nil, fmt.Errorf("object did not marshal to a JSON object")
+	}
+	head, err := json.Marshal(struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}{apiVersion, kind})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(raw)+len(head))
+	out = append(out, head[:len(head)-1]...)
+	if len(raw) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, raw[1:]...), nil
+}
+
+// toMsg writes ev in binary content mode: every attribute as a ce- header,
+// the data as the payload. datacontenttype goes out twice: as Content-Type
+// (the binding's header) and as ce-datacontenttype, which is where sdk-go's
+// NATS JetStream binding reads it from.
+func toMsg(ev *event.Event, subject string) (*nats.Msg, error) {
+	w := &headerWriter{header: make(nats.Header, 16)}
+	if _, err := binding.Write(context.Background(), binding.ToMessage(ev), nil, w); err != nil {
+		return nil, fmt.Errorf("encode: write event %s: %w", ev.ID(), err)
+	}
+	if ct := ev.DataContentType(); ct != "" {
+		w.header.Set(HeaderContentType, ct)
+	}
+	w.header.Set(HeaderMsgID, ev.ID())
+	return &nats.Msg{Subject: subject, Header: w.header, Data: ev.DataEncoded}, nil
+}
+
+type headerWriter struct {
+	header nats.Header
+}
+
+func (w *headerWriter) SetAttribute(a spec.Attribute, v interface{}) error {
+	return w.SetExtension(a.Name(), v)
+}
+
+func (w *headerWriter) SetExtension(name string, v interface{}) error {
+	if v == nil {
+		delete(w.header, ceHeaderPrefix+name)
+		return nil
+	}
+	s, err := types.Format(v)
+	if err != nil {
+		return err
+	}
+	w.header.Set(ceHeaderPrefix+name, s)
+	return nil
+}
+
+func (w *headerWriter) Start(context.Context) error { return nil }
+func (w *headerWriter) End(context.Context) error   { return nil }
+
+// SetData is a no-op: the payload is taken from the event as it is, without
+// a copy through a reader.
+func (w *headerWriter) SetData(io.Reader) error { return nil }
+
+// wireSize is the size NATS counts against max_payload: the header block as
+// sent plus the data.
+func wireSize(m *nats.Msg) int {
+	n := len("NATS/1.0\r\n") + len("\r\n")
+	for k, vs := range m.Header {
+		for _, v := range vs {
+			n += len(k) + len(": ") + len(v) + len("\r\n")
+		}
+	}
+	return n + len(m.Data)
+}

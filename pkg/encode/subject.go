@@ -1,0 +1,197 @@
+package encode
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kubebridge/kubebridge/pkg/informers"
+)
+
+// Tokens with a fixed meaning. A leading underscore decodes to a leading
+// dot, which no namespace, group or version can start with, so these never
+// collide with an escaped Kubernetes name.
+const (
+	// CoreGroupToken stands for the legacy core API group ("").
+	CoreGroupToken = "core"
+	// ClusterScopeToken takes the namespace position for cluster-scoped objects.
+	ClusterScopeToken = "_cluster"
+	// SnapshotToken takes the namespace position in snapshot marker subjects.
+	SnapshotToken = "_snapshot"
+	// emptyToken stands for the empty string, which NATS cannot carry as a token.
+	emptyToken = "%"
+)
+
+// ErrBadToken is returned when a subject token is not one EscapeToken made.
+var ErrBadToken = errors.New("encode: malformed subject token")
+
+const hexDigits = "0123456789ABCDEF"
+
+// EscapeToken turns any string into one NATS subject token, reversibly:
+// ASCII letters, digits and '-' stay, '.' becomes '_', and every other byte
+// (including '_', '%', '*', '>', ':', spaces and non-ASCII) becomes %XX.
+// The dot mapping keeps groups and DNS names readable (networking_k8s_io).
+func EscapeToken(s string) string {
+	if s == "" {
+		return emptyToken
+	}
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if !isPlain(s[i]) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case isPlain(c):
+			b.WriteByte(c)
+		case c == '.':
+			b.WriteByte('_')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&0x0f])
+		}
+	}
+	return b.String()
+}
+
+// UnescapeToken reverses EscapeToken.
+func UnescapeToken(tok string) (string, error) {
+	if tok == emptyToken {
+		return "", nil
+	}
+	if tok == "" {
+		return "", fmt.Errorf("%w: empty", ErrBadToken)
+	}
+	var b strings.Builder
+	b.Grow(len(tok))
+	for i := 0; i < len(tok); i++ {
+		c := tok[i]
+		switch {
+		case isPlain(c):
+			b.WriteByte(c)
+		case c == '_':
+			b.WriteByte('.')
+		case c == '%' && i+2 < len(tok):
+			hi, lo := unhex(tok[i+1]), unhex(tok[i+2])
+			if hi < 0 || lo < 0 {
+				return "", fmt.Errorf("%w: %q", ErrBadToken, tok)
+			}
+			b.WriteByte(byte(hi<<4 | lo))
+			i += 2
+		default:
+			return "", fmt.Errorf("%w: %q", ErrBadToken, tok)
+		}
+	}
+	return b.String(), nil
+}
+
+func isPlain(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-'
+}
+
+func unhex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// Subjects names the NATS subjects of one cluster:
+//
+//	<prefix>.<cluster>.<group|core>.<version>.<resource>.<namespace|_cluster>.<name>
+//	<prefix>.<cluster>.<group|core>.<version>.<resource>._snapshot.begin|end
+type Subjects struct {
+	// Prefix is one or more literal subject tokens, e.g. "kubebridge".
+	Prefix string
+	// Cluster is the cluster name, a DNS label.
+	Cluster string
+}
+
+// Stream is the wildcard every subject of every cluster falls under.
+func (s Subjects) Stream() string { return s.Prefix + ".>" }
+
+// ClusterWildcard matches every subject of this cluster.
+func (s Subjects) ClusterWildcard() string { return s.Prefix + "." + s.Cluster + ".>" }
+
+// Type is the subject prefix of one resource type, without a trailing dot.
+func (s Subjects) Type(r *informers.Resource) string {
+	group := CoreGroupToken
+	if r.GVR.Group != "" {
+		group = EscapeToken(r.GVR.Group)
+	}
+	return s.Prefix + "." + s.Cluster + "." + group + "." + EscapeToken(r.GVR.Version) + "." + EscapeToken(r.GVR.Resource)
+}
+
+// TypeWildcard matches every object and snapshot marker of one resource type.
+func (s Subjects) TypeWildcard(r *informers.Resource) string { return s.Type(r) + ".>" }
+
+// Object is the subject of one object. The verb is not part of it, so the
+// last message on an object's subject is that object's current state.
+func (s Subjects) Object(r *informers.Resource, namespace, name string) string {
+	ns := ClusterScopeToken
+	if namespace != "" {
+		ns = EscapeToken(namespace)
+	}
+	return s.Type(r) + "." + ns + "." + EscapeToken(name)
+}
+
+// Marker is the subject of a snapshot begin or end marker.
+func (s Subjects) Marker(r *informers.Resource, v informers.Verb) string {
+	end := "begin"
+	if v == informers.SnapshotEnd {
+		end = "end"
+	}
+	return s.Type(r) + "." + SnapshotToken + "." + end
+}
+
+// ObjectRef is what an object subject names.
+type ObjectRef struct {
+	Group, Version, Resource string
+	Namespace, Name          string
+}
+
+// ParseObject splits an object subject made by Object back into its parts.
+func (s Subjects) ParseObject(subject string) (ObjectRef, error) {
+	rest, ok := strings.CutPrefix(subject, s.Prefix+"."+s.Cluster+".")
+	if !ok {
+		return ObjectRef{}, fmt.Errorf("%w: %q is not under %s", ErrBadToken, subject, s.ClusterWildcard())
+	}
+	toks := strings.Split(rest, ".")
+	if len(toks) != 5 || toks[3] == SnapshotToken {
+		return ObjectRef{}, fmt.Errorf("%w: %q is not an object subject", ErrBadToken, subject)
+	}
+	var ref ObjectRef
+	var err error
+	if toks[0] != CoreGroupToken {
+		if ref.Group, err = UnescapeToken(toks[0]); err != nil {
+			return ObjectRef{}, err
+		}
+	}
+	if ref.Version, err = UnescapeToken(toks[1]); err != nil {
+		return ObjectRef{}, err
+	}
+	if ref.Resource, err = UnescapeToken(toks[2]); err != nil {
+		return ObjectRef{}, err
+	}
+	if toks[3] != ClusterScopeToken {
+		if ref.Namespace, err = UnescapeToken(toks[3]); err != nil {
+			return ObjectRef{}, err
+		}
+	}
+	if ref.Name, err = UnescapeToken(toks[4]); err != nil {
+		return ObjectRef{}, err
+	}
+	return ref, nil
+}

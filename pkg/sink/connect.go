@@ -1,0 +1,105 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"k8s.io/klog/v2"
+)
+
+// Auth holds the credentials and TLS files of a NATS connection, named as
+// the nats CLI names them. At most one of CredsFile, NKeyFile, Token and
+// User is meant to be set.
+type Auth struct {
+	CredsFile string
+	NKeyFile  string
+	Token     string
+	User      string
+	Password  string
+	CAFile    string
+	CertFile  string
+	KeyFile   string
+}
+
+// Options turns a into nats.Options.
+func (a Auth) Options() ([]nats.Option, error) {
+	var opts []nats.Option
+	switch {
+	case a.CredsFile != "":
+		opts = append(opts, nats.UserCredentials(a.CredsFile))
+	case a.NKeyFile != "":
+		opt, err := nats.NkeyOptionFromSeed(a.NKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("sink: NKey seed %s: %w", a.NKeyFile, err)
+		}
+		opts = append(opts, opt)
+	case a.Token != "":
+		opts = append(opts, nats.Token(a.Token))
+	case a.User != "":
+		opts = append(opts, nats.UserInfo(a.User, a.Password))
+	}
+	if a.CAFile != "" {
+		opts = append(opts, nats.RootCAs(a.CAFile))
+	}
+	if a.CertFile != "" {
+		opts = append(opts, nats.ClientCert(a.CertFile, a.KeyFile))
+	}
+	return opts, nil
+}
+
+// Connect dials url until it succeeds or ctx ends, then keeps the
+// connection reconnecting forever. Publishes made while disconnected fail at
+// once instead of filling a client-side buffer: the publisher retries them.
+func Connect(ctx context.Context, url string, extra ...nats.Option) (*nats.Conn, error) {
+	logger := klog.FromContext(ctx)
+	opts := append([]nats.Option{
+		nats.Name("kubebridge"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(500 * time.Millisecond),
+		nats.ReconnectBufSize(-1),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			logger.Info("Disconnected from NATS; reconnecting", "err", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			logger.Info("Reconnected to NATS", "server", redact(nc.ConnectedUrl()))
+		}),
+		nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
+			logger.Error(err, "NATS error")
+		}),
+	}, extra...)
+	wait := 500 * time.Millisecond
+	for {
+		nc, err := nats.Connect(url, opts...)
+		if err == nil {
+			logger.Info("Connected to NATS", "server", redact(nc.ConnectedUrl()), "maxPayload", nc.MaxPayload())
+			return nc, nil
+		}
+		logger.Info("Cannot connect to NATS yet; retrying", "url", redactList(url), "err", err, "retryIn", wait)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("sink: connect to NATS %s: %w", redactList(url), err)
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 10*time.Second)
+	}
+}
+
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return u.Redacted()
+}
+
+func redactList(list string) string {
+	parts := strings.Split(list, ",")
+	for i, p := range parts {
+		parts[i] = redact(strings.TrimSpace(p))
+	}
+	return strings.Join(parts, ",")
+}

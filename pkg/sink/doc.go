@@ -1,0 +1,11 @@
+// Package sink owns the NATS side of the bridge: it makes sure the JetStream
+// stream exists and covers the bridge's subjects, and publishes messages
+// asynchronously with a bounded window, retrying every failed publish until
+// it is acknowledged.
+//
+// Ordering is what a consumer rebuilding state relies on, so the publisher
+// keeps it where it matters: two messages on one subject are never in
+// flight together (a retried message cannot land after a newer one for the
+// same object), and a barrier message is stored after everything sent before
+// it and before anything sent after it.
+package sink
