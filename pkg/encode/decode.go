@@ -68,3 +68,32 @@ func (m *natsMessage) ReadBinary(_ context.Context, w binding.BinaryWriter) erro
 }
 
 func (m *natsMessage) Finish(error) error { return nil }
+
+// GetAttribute implements binding.MessageMetadataReader.
+func (m *natsMessage) GetAttribute(k spec.Kind) (spec.Attribute, interface{}) {
+	version := ceSpecs.Version(m.msg.Header.Get(ceSpecs.PrefixedSpecVersionName()))
+	if version == nil {
+		return nil, nil
+	}
+	attr := version.AttributeFromKind(k)
+	if attr == nil {
+		return nil, nil
+	}
+	if v := m.msg.Header.Get(ceHeaderPrefix + attr.Name()); v != "" {
+		return attr, v
+	}
+	if k == spec.DataContentType {
+		if v := m.msg.Header.Get(HeaderContentType); v != "" {
+			return attr, v
+		}
+	}
+	return attr, nil
+}
+
+// GetExtension implements binding.MessageMetadataReader.
+func (m *natsMessage) GetExtension(name string) interface{} {
+	if v := m.msg.Header.Get(ceHeaderPrefix + name); v != "" {
+		return v
+	}
+	return nil
+}
