@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -92,11 +93,16 @@ func Load(ctx context.Context, lookup envconfig.Lookuper) (*Config, error) {
 		c = Config{}
 		err := envconfig.ProcessWith(ctx, &envconfig.Config{
 			Target: &c,
+			// A variable set to "" counts as unset, so it takes its default:
+			// BRIDGE_REDACT_SECRETS= must not turn redaction off.
 			Lookuper: envconfig.LookuperFunc(func(k string) (string, bool) {
 				if masked[k] {
 					return "", false
 				}
-				return lookup.Lookup(k)
+				if v, ok := lookup.Lookup(k); ok && v != "" {
+					return v, true
+				}
+				return "", false
 			}),
 		})
 		if err == nil {
@@ -207,6 +213,9 @@ func (c *Config) validateNATS(set func(string) bool) []string {
 	var p []string
 	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
 	if c.NATSURL == "" {
+		if _, port, err := net.SplitHostPort(c.EmbeddedNATSListen); err != nil || port == "" {
+			add("BRIDGE_EMBEDDED_NATS_LISTEN=%q: must be host:port, e.g. 127.0.0.1:4222", c.EmbeddedNATSListen)
+		}
 		for _, k := range []string{"NATS_CREDS", "NATS_NKEY", "NATS_TOKEN", "NATS_USER", "NATS_PASSWORD", "NATS_CA", "NATS_CERT", "NATS_KEY"} {
 			if set(k) {
 				add("%s is set but NATS_URL is not: the embedded NATS server takes no credentials or TLS", k)
@@ -226,7 +235,7 @@ func (c *Config) validateNATS(set func(string) bool) []string {
 				add("NATS_URL: %q is not a URL", redactURL(raw))
 			case u.Scheme != "nats" && u.Scheme != "tls" && u.Scheme != "ws" && u.Scheme != "wss":
 				add("NATS_URL: %q must use nats://, tls://, ws:// or wss://", redactURL(raw))
-			case u.Host == "":
+			case u.Hostname() == "":
 				add("NATS_URL: %q has no host", redactURL(raw))
 			}
 		}
@@ -251,8 +260,10 @@ func (c *Config) validateNATS(set func(string) bool) []string {
 		if path == "" {
 			continue
 		}
-		if _, err := os.Stat(path); err != nil {
+		if fi, err := os.Stat(path); err != nil {
 			add("%s=%q: cannot read the file: %v", k, path, errors.Unwrap(err))
+		} else if fi.IsDir() {
+			add("%s=%q: cannot read the file: is a directory", k, path)
 		}
 	}
 	return p
@@ -261,13 +272,17 @@ func (c *Config) validateNATS(set func(string) bool) []string {
 // redactURL hides a password or token in a URL meant for a message.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		if i := strings.LastIndex(raw, "@"); i >= 0 {
-			return "***" + raw[i:]
+	if err == nil && u.User != nil {
+		// nats://TOKEN@host carries a token where a user name would be.
+		if _, hasPassword := u.User.Password(); !hasPassword {
+			u.User = url.User("xxxxx")
 		}
-		return raw
+		return u.Redacted()
 	}
-	return u.Redacted()
+	if i := strings.LastIndex(raw, "@"); i >= 0 {
+		return "***" + raw[i:]
+	}
+	return raw
 }
 
 // RedactedNATSURL is NATS_URL with any password replaced, for logs.

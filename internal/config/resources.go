@@ -95,6 +95,15 @@ func parseEntry(entry string) (ResourceSpec, error) {
 			if err != nil {
 				return spec, fmt.Errorf("%s: field selector %q: %v", spec.Name, val, err)
 			}
+			// Unlike label selectors, field selectors keep spaces around
+			// names and values, which the API server then rejects.
+			var trimmed []string
+			for _, r := range sel.Requirements() {
+				trimmed = append(trimmed, strings.TrimSpace(r.Field)+string(r.Operator)+fields.EscapeValue(strings.TrimSpace(r.Value)))
+			}
+			if sel, err = fields.ParseSelector(strings.Join(trimmed, ",")); err != nil {
+				return spec, fmt.Errorf("%s: field selector %q: %v", spec.Name, val, err)
+			}
 			spec.FieldSelector = sel.String()
 		}
 	}
