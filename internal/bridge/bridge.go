@@ -135,27 +135,17 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 		sources = append(sources, src)
 	}
 
-	pub, err := sink.NewPublisher(js, sink.WithWindow(cfg.PublishWindow), sink.WithBackoff(100*time.Millisecond, cfg.PublishMaxBackoff))
-	if err != nil {
-		return err
-	}
-	workers := cfg.EncodeWorkers
-	if workers == 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	cnt := &counters{}
-	markers := newMarkerWaiter()
-	p := &pipeline{queue: q, guard: newOrderGuard(), encoder: &encode.Encoder{Subjects: subjects, MaxPayload: maxPayload},
-		workers: workers, out: make(chan sink.Envelope, cfg.PublishWindow), counters: cnt, markers: markers}
-
 	// hard ends publishing: at the shutdown deadline, not at the signal.
 	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHard()
+	cnt := &counters{}
+	markers := newMarkerWaiter()
+	encoder := &encode.Encoder{Subjects: subjects, MaxPayload: maxPayload}
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); p.run(ctx, hard) }()
-	pubErr := make(chan error, 1)
-	go func() { defer wg.Done(); pubErr <- pub.Run(hard, p.out) }()
+	pub, pubErr, err := startPublishing(ctx, hard, &wg, cfg, js, encoder, q, cnt, markers)
+	if err != nil {
+		return err
+	}
 
 	informerCtx, stopInformers := context.WithCancel(ctx)
 	defer stopInformers()
@@ -193,6 +183,27 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 
 	<-ctx.Done()
 	return shutdown(ctx, cfg, cancelHard, &wg, pubErr, cnt, q, pub)
+}
+
+// startPublishing runs the pipeline from q and the publisher behind it.
+// The pipeline stops taking changes when soft ends; publishing stops when
+// hard ends. The publisher's result arrives on the returned channel.
+func startPublishing(soft, hard context.Context, wg *sync.WaitGroup, cfg *config.Config, js sink.AsyncPublisher, encoder *encode.Encoder, q *queue, cnt *counters, markers *markerWaiter) (*sink.Publisher, <-chan error, error) {
+	pub, err := sink.NewPublisher(js, sink.WithWindow(cfg.PublishWindow), sink.WithBackoff(100*time.Millisecond, cfg.PublishMaxBackoff))
+	if err != nil {
+		return nil, nil, err
+	}
+	workers := cfg.EncodeWorkers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	p := &pipeline{queue: q, guard: newOrderGuard(), encoder: encoder, workers: workers,
+		out: make(chan sink.Envelope, cfg.PublishWindow), counters: cnt, markers: markers}
+	pubErr := make(chan error, 1)
+	wg.Add(2)
+	go func() { defer wg.Done(); p.run(soft, hard) }()
+	go func() { defer wg.Done(); pubErr <- pub.Run(hard, p.out) }()
+	return pub, pubErr, nil
 }
 
 // shutdown gives queued events until the shutdown timeout to be

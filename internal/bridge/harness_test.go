@@ -220,7 +220,8 @@ func (r *bridgeRun) stop(t testing.TB) {
 
 func connect(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	nc, err := sink.Connect(ctx, url)
 	if err != nil {

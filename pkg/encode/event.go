@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/binding/spec"
@@ -175,21 +176,23 @@ func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string,
 		ev.SetExtension(ExtFinalStateUnknown, true)
 	}
 
-	var data Data
-	if data.Object, err = objectJSON(c.Object, gvk.GroupVersion().String(), gvk.Kind, truncate); err != nil {
+	apiVersion := gvk.GroupVersion().String()
+	// The payload is assembled by hand: marshalling a struct of
+	// json.RawMessage would scan both objects again to validate them.
+	payload := make([]byte, 0, 4096)
+	payload = append(payload, `{"object":`...)
+	if payload, err = appendObject(payload, c.Object, apiVersion, gvk.Kind, truncate); err != nil {
 		return event.Event{}, "", fmt.Errorf("encode: %s %s: %w", r, id, err)
 	}
 	if c.OldObject != nil {
-		if data.OldObject, err = objectJSON(c.OldObject, gvk.GroupVersion().String(), gvk.Kind, truncate); err != nil {
+		payload = append(payload, `,"oldObject":`...)
+		if payload, err = appendObject(payload, c.OldObject, apiVersion, gvk.Kind, truncate); err != nil {
 			return event.Event{}, "", fmt.Errorf("encode: %s %s old object: %w", r, id, err)
 		}
 	}
+	payload = append(payload, '}')
 	if truncate {
 		ev.SetExtension(ExtTruncated, true)
-	}
-	payload, err := json.Marshal(data)
-	if err != nil {
-		return event.Event{}, "", fmt.Errorf("encode: %s %s: %w", r, id, err)
 	}
 	ev.SetDataContentType(ContentTypeJSON)
 	ev.DataEncoded = payload
@@ -225,43 +228,40 @@ type truncatedMetadata struct {
 	Generation      int64  `json:"generation,omitempty"`
 }
 
-// objectJSON marshals obj with apiVersion and kind filled in: typed objects
-// from an informer cache have an empty TypeMeta, and setting it on the cached
-// object would mutate the cache, so the fields are spliced into the JSON.
-func objectJSON(obj runtime.Object, apiVersion, kind string, truncate bool) (json.RawMessage, error) {
+// appendObject appends obj's JSON with apiVersion and kind filled in:
+// typed objects from an informer cache have an empty TypeMeta, and setting
+// it on the cached object would mutate the cache, so the fields are written
+// ahead of the object's own.
+func appendObject(dst []byte, obj runtime.Object, apiVersion, kind string, truncate bool) ([]byte, error) {
 	if truncate {
 		m, err := meta.Accessor(obj)
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(truncatedObject{APIVersion: apiVersion, Kind: kind, Metadata: truncatedMetadata{
+		raw, err := json.Marshal(truncatedObject{APIVersion: apiVersion, Kind: kind, Metadata: truncatedMetadata{
 			Name: m.GetName(), Namespace: m.GetNamespace(), UID: string(m.GetUID()),
 			ResourceVersion: m.GetResourceVersion(), Generation: m.GetGeneration(),
 		}})
+		return append(dst, raw...), err
 	}
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
 	}
 	if !obj.GetObjectKind().GroupVersionKind().Empty() {
-		return raw, nil
+		return append(dst, raw...), nil
 	}
 	if len(raw) < 2 || raw[0] != '{' {
 		return nil, fmt.Errorf("object did not marshal to a JSON object")
 	}
-	head, err := json.Marshal(struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}{apiVersion, kind})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, len(raw)+len(head))
-	out = append(out, head[:len(head)-1]...)
+	dst = append(dst, `{"apiVersion":`...)
+	dst = strconv.AppendQuote(dst, apiVersion)
+	dst = append(dst, `,"kind":`...)
+	dst = strconv.AppendQuote(dst, kind)
 	if len(raw) > 2 {
-		out = append(out, ',')
+		dst = append(dst, ',')
 	}
-	return append(out, raw[1:]...), nil
+	return append(dst, raw[1:]...), nil
 }
 
 // toMsg writes ev in binary content mode: every attribute as a ce- header,
