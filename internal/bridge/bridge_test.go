@@ -59,12 +59,12 @@ func TestServePublishesExactSequence(t *testing.T) {
 		case encode.TypeSnapshotItem:
 			wantID += snapshotID
 		case encode.TypeSnapshotBegin, encode.TypeSnapshotEnd:
-			wantID = "test/configmaps.v1/" + snapshotID + "/" + strings.TrimPrefix(w.typ, "io.kubebridge.")
+			wantID = "configmaps.v1/" + snapshotID + "/" + strings.TrimPrefix(w.typ, "io.kubebridge.")
 		}
 		if m.Event.Type() != w.typ || m.Subject != w.subject || m.Event.ID() != wantID {
 			t.Errorf("message %d: got (%s, %s, %s), want (%s, %s, %s)", i, m.Event.Type(), m.Subject, m.Event.ID(), w.typ, w.subject, wantID)
 		}
-		if got := m.Header.Get("Nats-Msg-Id"); got != m.Event.ID() {
+		if got := m.Header.Get("Nats-Msg-Id"); got != "test/"+m.Event.ID() {
 			t.Errorf("message %d: Nats-Msg-Id %q, ce-id %q", i, got, m.Event.ID())
 		}
 		if err := m.Event.Validate(); err != nil {

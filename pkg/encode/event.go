@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/binding/spec"
@@ -47,7 +46,7 @@ const (
 // Header names outside the ce- attribute set.
 const (
 	HeaderContentType = "Content-Type"
-	// HeaderMsgID is JetStream's de-duplication header; it carries the event id.
+	// HeaderMsgID is JetStream's de-duplication header: <cluster>/<event id>.
 	HeaderMsgID    = "Nats-Msg-Id"
 	ceHeaderPrefix = "ce-"
 )
@@ -104,7 +103,7 @@ func (e *Encoder) Encode(c informers.Change) (Encoded, error) {
 	if err != nil {
 		return Encoded{}, err
 	}
-	msg, err := toMsg(&ev, subject)
+	msg, err := e.toMsg(&ev, subject)
 	if err != nil {
 		return Encoded{}, err
 	}
@@ -115,7 +114,7 @@ func (e *Encoder) Encode(c informers.Change) (Encoded, error) {
 	if err != nil {
 		return Encoded{}, err
 	}
-	if msg, err = toMsg(&ev, subject); err != nil {
+	if msg, err = e.toMsg(&ev, subject); err != nil {
 		return Encoded{}, err
 	}
 	if wireSize(msg) > e.MaxPayload {
@@ -143,7 +142,7 @@ func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string,
 
 	if c.Verb.IsMarker() {
 		ev.SetSource(source(e.Subjects.Cluster, r, ""))
-		ev.SetID(e.Subjects.Cluster + "/" + r.String() + "/" + c.SnapshotID + "/" + string(c.Verb))
+		ev.SetID(r.String() + "/" + c.SnapshotID + "/" + string(c.Verb))
 		ev.SetExtension(ExtSnapshotID, c.SnapshotID)
 		if c.Verb == informers.SnapshotEnd {
 			ev.SetExtension(ExtSnapshotCount, int32(c.SnapshotCount))
@@ -255,20 +254,34 @@ func appendObject(dst []byte, obj runtime.Object, apiVersion, kind string, trunc
 		return nil, fmt.Errorf("object did not marshal to a JSON object")
 	}
 	dst = append(dst, `{"apiVersion":`...)
-	dst = strconv.AppendQuote(dst, apiVersion)
+	dst = appendJSONString(dst, apiVersion)
 	dst = append(dst, `,"kind":`...)
-	dst = strconv.AppendQuote(dst, kind)
+	dst = appendJSONString(dst, kind)
 	if len(raw) > 2 {
 		dst = append(dst, ',')
 	}
 	return append(dst, raw[1:]...), nil
 }
 
+// appendJSONString appends s as a JSON string. Discovery names are plain
+// ASCII, which is appended as is; anything else goes through encoding/json.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(dst, q...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
 // toMsg writes ev in binary content mode: every attribute as a ce- header,
 // the data as the payload. datacontenttype goes out twice: as Content-Type
 // (the binding's header) and as ce-datacontenttype, which is where sdk-go's
 // NATS JetStream binding reads it from.
-func toMsg(ev *event.Event, subject string) (*nats.Msg, error) {
+func (e *Encoder) toMsg(ev *event.Event, subject string) (*nats.Msg, error) {
 	w := &headerWriter{header: make(nats.Header, 16)}
 	if _, err := binding.Write(context.Background(), binding.ToMessage(ev), nil, w); err != nil {
 		return nil, fmt.Errorf("encode: write event %s: %w", ev.ID(), err)
@@ -276,7 +289,9 @@ func toMsg(ev *event.Event, subject string) (*nats.Msg, error) {
 	if ct := ev.DataContentType(); ct != "" {
 		w.header.Set(HeaderContentType, ct)
 	}
-	w.header.Set(HeaderMsgID, ev.ID())
+	// One stream may hold several clusters; ids are unique per source,
+	// so the de-duplication key is scoped by cluster.
+	w.header.Set(HeaderMsgID, e.Subjects.Cluster+"/"+ev.ID())
 	return &nats.Msg{Subject: subject, Header: w.header, Data: ev.DataEncoded}, nil
 }
 

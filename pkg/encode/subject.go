@@ -85,7 +85,13 @@ func UnescapeToken(tok string) (string, error) {
 			if hi < 0 || lo < 0 {
 				return "", fmt.Errorf("%w: %q", ErrBadToken, tok)
 			}
-			b.WriteByte(byte(hi<<4 | lo))
+			// Only the escapes EscapeToken writes are accepted, so every
+			// string has exactly one token.
+			if c := byte(hi<<4 | lo); isPlain(c) || c == '.' {
+				return "", fmt.Errorf("%w: %q is not in canonical form", ErrBadToken, tok)
+			} else {
+				b.WriteByte(c)
+			}
 			i += 2
 		default:
 			return "", fmt.Errorf("%w: %q", ErrBadToken, tok)
@@ -192,6 +198,12 @@ func (s Subjects) ParseObject(subject string) (ObjectRef, error) {
 	}
 	if ref.Name, err = UnescapeToken(toks[4]); err != nil {
 		return ObjectRef{}, err
+	}
+	// Reject aliases such as "%" for the cluster scope or the core group.
+	r := &informers.Resource{Namespaced: ref.Namespace != ""}
+	r.GVR.Group, r.GVR.Version, r.GVR.Resource = ref.Group, ref.Version, ref.Resource
+	if s.Object(r, ref.Namespace, ref.Name) != subject {
+		return ObjectRef{}, fmt.Errorf("%w: %q is not in canonical form", ErrBadToken, subject)
 	}
 	return ref, nil
 }
