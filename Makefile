@@ -8,7 +8,7 @@ BUILD_FLAGS := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 BIN := bin/bridge
 PKGS := ./...
 
-.PHONY: help build test test-unit kube-bins lint run bench fuzz clean
+.PHONY: help build test test-unit kube-bins lint run bench fuzz clean demo demo-up
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -44,3 +44,16 @@ fuzz: ## Fuzz subject escaping for a minute
 
 clean: ## Remove build output (not the control-plane cache)
 	rm -rf bin
+
+# make demo / demo-up: a throw-away etcd + kube-apiserver (built once by
+# hack/build-kube-bins.sh, whose progress shows here), bin/bridge with its
+# embedded NATS, and a consumer printing the events (hack/demo).
+demo: build ## Show the bridge at work on a throw-away control plane: snapshot, added, updated, deleted (first run builds the control plane, ~10 min)
+	@bins=$$(bash hack/build-kube-bins.sh) && \
+	  $(GO) build -o bin/demo ./hack/demo && \
+	  export KUBEBRIDGE_KUBE_BINS=$$bins && exec ./bin/demo -bridge ./$(BIN)
+
+demo-up: build ## Like demo, but keep the control plane and the bridge running until Ctrl-C and print how to attach
+	@bins=$$(bash hack/build-kube-bins.sh) && \
+	  $(GO) build -o bin/demo ./hack/demo && \
+	  export KUBEBRIDGE_KUBE_BINS=$$bins && exec ./bin/demo -up -bridge ./$(BIN)

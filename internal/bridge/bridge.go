@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,7 +121,7 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	if limit := int(info.Config.MaxMsgSize); limit > 0 && limit < maxPayload {
 		maxPayload = limit
 	}
-	logger.Info("JetStream stream ready", "stream", info.Config.Name, "subjects", info.Config.Subjects, "maxPayload", maxPayload)
+	logger.Info("JetStream stream ready", "stream", info.Config.Name, "subjects", strings.Join(info.Config.Subjects, ","), "maxPayload", maxPayload)
 
 	q := newQueue(cfg.QueueSize)
 	transform := informers.TransformOptions{StripManagedFields: cfg.StripManagedFields, StripLastApplied: cfg.StripLastApplied, RedactSecrets: cfg.RedactSecrets}.Transform()

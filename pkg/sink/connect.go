@@ -62,7 +62,10 @@ func Connect(ctx context.Context, url string, extra ...nats.Option) (*nats.Conn,
 		nats.ReconnectWait(500 * time.Millisecond),
 		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
-			logger.Info("Disconnected from NATS; reconnecting", "err", err)
+			// A nil error is our own Close or Drain, not an outage.
+			if err != nil {
+				logger.Info("Disconnected from NATS; reconnecting", "err", err)
+			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			logger.Info("Reconnected to NATS", "server", redact(nc.ConnectedUrl()))
