@@ -48,6 +48,7 @@ type Source struct {
 
 	queue     Queue
 	now       func() time.Time
+	logger    klog.Logger
 	informers []cache.SharedIndexInformer
 	starters  []func(stop <-chan struct{})
 	dirty     atomic.Bool
@@ -66,7 +67,7 @@ func WithClock(now func() time.Time) SourceOption {
 // before objects enter the cache and every callback offered to queue.
 // Informers are not started until Run.
 func NewSource(clients Clients, res *Resource, scope Scope, transform cache.TransformFunc, queue Queue, opts ...SourceOption) (*Source, error) {
-	s := &Source{Resource: res, Scope: scope, queue: queue, now: time.Now}
+	s := &Source{Resource: res, Scope: scope, queue: queue, now: time.Now, logger: klog.Background().WithValues("resource", res.String())}
 	for _, o := range opts {
 		if err := o(s); err != nil {
 			return nil, err
@@ -122,6 +123,8 @@ func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.L
 // Run starts the informers; they stop when ctx is done.
 func (s *Source) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("resource", s.Resource.String())
+	// Set before the informers start, so handlers see it without a lock.
+	s.logger = logger
 	for _, inf := range s.informers {
 		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 			logger.Info("Watch failed; the informer will relist", "err", err)
@@ -212,11 +215,11 @@ func (s *Source) handler() cache.ResourceEventHandler {
 func (s *Source) object(obj interface{}) (runtime.Object, bool) {
 	o, ok := obj.(runtime.Object)
 	if !ok {
-		klog.Background().Error(nil, "Informer delivered a value that is not an object; skipped", "resource", s.Resource.String(), "type", fmt.Sprintf("%T", obj))
+		s.logger.Error(nil, "Informer delivered a value that is not an object; skipped", "type", fmt.Sprintf("%T", obj))
 		return nil, false
 	}
 	if _, err := meta.Accessor(o); err != nil {
-		klog.Background().Error(err, "Informer delivered an object without metadata; skipped", "resource", s.Resource.String())
+		s.logger.Error(err, "Informer delivered an object without metadata; skipped")
 		return nil, false
 	}
 	return o, true
