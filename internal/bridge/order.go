@@ -67,7 +67,11 @@ func (g *orderGuard) admit(c *informers.Change) bool {
 	key := objectKey{m.GetNamespace(), m.GetName()}
 	rv := m.GetResourceVersion()
 	if prev, ok := objs[key]; ok {
-		if cmp, err := resourceversion.CompareResourceVersion(rv, prev.rv); err == nil && cmp < 0 {
+		cmp, err := resourceversion.CompareResourceVersion(rv, prev.rv)
+		// A delete inferred from a relist carries the last cached state, so
+		// an item listed before it can have the same version: the delete
+		// still wins.
+		if err == nil && (cmp < 0 || cmp == 0 && prev.deleted && c.Verb == informers.SnapshotItem) {
 			return false
 		}
 	}

@@ -24,7 +24,11 @@ func TestNATSOutageLosesNothing(t *testing.T) {
 		cluster.create(t, cluster.configMap("ns0", "pre-"+string(rune('a'+i)), map[string]string{"i": "0"}))
 	}
 	cfg := testConfig(t, map[string]string{
-		"BRIDGE_QUEUE_SIZE":          "50",
+		"BRIDGE_QUEUE_SIZE": "50",
+		// A small window keeps the pipeline's own buffers small, so the
+		// queue overflows even when churn is slow on a loaded machine.
+		"BRIDGE_PUBLISH_WINDOW":      "8",
+		"BRIDGE_ENCODE_WORKERS":      "1",
 		"BRIDGE_PUBLISH_ACK_TIMEOUT": "500ms",
 		"BRIDGE_PUBLISH_MAX_BACKOFF": "200ms",
 		"BRIDGE_STREAM_STORAGE":      "file",
