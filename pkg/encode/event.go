@@ -1,11 +1,13 @@
 package encode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/binding/spec"
@@ -73,12 +75,14 @@ type Data struct {
 	OldObject json.RawMessage `json:"oldObject,omitempty"`
 }
 
-// Encoder turns Changes into NATS messages.
+// Encoder turns Changes into NATS messages. It is safe for concurrent use.
 type Encoder struct {
 	Subjects Subjects
 	// MaxPayload is the largest message (headers and data) the server
 	// accepts; 0 means no limit. Larger events are sent truncated.
 	MaxPayload int
+
+	lastObjectSize atomic.Int64
 }
 
 // Encoded is one message ready to publish.
@@ -121,6 +125,16 @@ func (e *Encoder) Encode(c informers.Change) (Encoded, error) {
 		return Encoded{}, fmt.Errorf("%w: %s (%d bytes, limit %d)", ErrTooLarge, subject, wireSize(msg), e.MaxPayload)
 	}
 	return Encoded{Msg: msg, ID: ev.ID(), Truncated: true}, nil
+}
+
+// sizeHint guesses the payload size from the last one, so the buffer is
+// usually allocated once.
+func (e *Encoder) sizeHint(c informers.Change) int {
+	n := int(e.lastObjectSize.Load())*5/4 + 64
+	if c.OldObject != nil {
+		n *= 2
+	}
+	return n
 }
 
 func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string, error) {
@@ -176,20 +190,28 @@ func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string,
 	}
 
 	apiVersion := gvk.GroupVersion().String()
-	// The payload is assembled by hand: marshalling a struct of
-	// json.RawMessage would scan both objects again to validate them.
-	payload := make([]byte, 0, 4096)
-	payload = append(payload, `{"object":`...)
-	if payload, err = appendObject(payload, c.Object, apiVersion, gvk.Kind, truncate); err != nil {
+	// The payload is assembled by hand, streaming each object into one
+	// buffer: marshalling a struct of json.RawMessage would scan both
+	// objects again, and json.Marshal would copy each of them once more.
+	var buf bytes.Buffer
+	buf.Grow(e.sizeHint(c))
+	buf.WriteString(`{"object":`)
+	if err = writeObject(&buf, c.Object, apiVersion, gvk.Kind, truncate); err != nil {
 		return event.Event{}, "", fmt.Errorf("encode: %s %s: %w", r, id, err)
 	}
 	if c.OldObject != nil {
-		payload = append(payload, `,"oldObject":`...)
-		if payload, err = appendObject(payload, c.OldObject, apiVersion, gvk.Kind, truncate); err != nil {
+		buf.WriteString(`,"oldObject":`)
+		if err = writeObject(&buf, c.OldObject, apiVersion, gvk.Kind, truncate); err != nil {
 			return event.Event{}, "", fmt.Errorf("encode: %s %s old object: %w", r, id, err)
 		}
 	}
-	payload = append(payload, '}')
+	buf.WriteByte('}')
+	payload := buf.Bytes()
+	objects := int64(1)
+	if c.OldObject != nil {
+		objects = 2
+	}
+	e.lastObjectSize.Store(int64(len(payload)) / objects)
 	if truncate {
 		ev.SetExtension(ExtTruncated, true)
 	}
@@ -227,40 +249,56 @@ type truncatedMetadata struct {
 	Generation      int64  `json:"generation,omitempty"`
 }
 
-// appendObject appends obj's JSON with apiVersion and kind filled in:
-// typed objects from an informer cache have an empty TypeMeta, and setting
-// it on the cached object would mutate the cache, so the fields are written
-// ahead of the object's own.
-func appendObject(dst []byte, obj runtime.Object, apiVersion, kind string, truncate bool) ([]byte, error) {
+// writeObject writes obj's JSON with apiVersion and kind filled in: typed
+// objects from an informer cache have an empty TypeMeta, and setting it on
+// the cached object would mutate the cache, so the fields are inserted
+// into the JSON ahead of the object's own.
+func writeObject(buf *bytes.Buffer, obj runtime.Object, apiVersion, kind string, truncate bool) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
 	if truncate {
 		m, err := meta.Accessor(obj)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		raw, err := json.Marshal(truncatedObject{APIVersion: apiVersion, Kind: kind, Metadata: truncatedMetadata{
+		err = enc.Encode(truncatedObject{APIVersion: apiVersion, Kind: kind, Metadata: truncatedMetadata{
 			Name: m.GetName(), Namespace: m.GetNamespace(), UID: string(m.GetUID()),
 			ResourceVersion: m.GetResourceVersion(), Generation: m.GetGeneration(),
 		}})
-		return append(dst, raw...), err
-	}
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+		return err
 	}
 	if !obj.GetObjectKind().GroupVersionKind().Empty() {
-		return append(dst, raw...), nil
+		err := enc.Encode(obj)
+		buf.Truncate(buf.Len() - 1)
+		return err
 	}
-	if len(raw) < 2 || raw[0] != '{' {
-		return nil, fmt.Errorf("object did not marshal to a JSON object")
+	start := buf.Len()
+	buf.WriteString(`{"apiVersion":`)
+	buf.Write(appendJSONString(nil, apiVersion))
+	buf.WriteString(`,"kind":`)
+	buf.Write(appendJSONString(nil, kind))
+	buf.WriteByte(',')
+	at := buf.Len()
+	if err := enc.Encode(obj); err != nil {
+		buf.Truncate(start)
+		return err
 	}
-	dst = append(dst, `{"apiVersion":`...)
-	dst = appendJSONString(dst, apiVersion)
-	dst = append(dst, `,"kind":`...)
-	dst = appendJSONString(dst, kind)
-	if len(raw) > 2 {
-		dst = append(dst, ',')
+	buf.Truncate(buf.Len() - 1)
+	// Drop the object's own opening brace (and the comma before it when
+	// the object is empty) by moving the rest down in place.
+	b := buf.Bytes()
+	if len(b)-at < 2 || b[at] != '{' {
+		buf.Truncate(start)
+		return fmt.Errorf("object did not marshal to a JSON object")
 	}
-	return append(dst, raw[1:]...), nil
+	cut, from := at, at+1
+	if b[from] == '}' {
+		cut--
+	}
+	n := copy(b[cut:], b[from:])
+	buf.Truncate(cut + n)
+	return nil
 }
 
 // appendJSONString appends s as a JSON string. Discovery names are plain
