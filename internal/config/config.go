@@ -38,6 +38,8 @@ type Config struct {
 	RedactSecrets      bool          `env:"BRIDGE_REDACT_SECRETS, default=true" help:"Publish Secrets with the values of data and stringData removed (keys kept). Set to false to publish values."`
 	LogVerbosity       int           `env:"BRIDGE_LOG_VERBOSITY, default=0" help:"klog verbosity, as -v: 0 start-up and problems, 2 snapshots and reconnects, 4 every retry, 6 every event."`
 
+	HTTPAddr string `env:"BRIDGE_HTTP_ADDR, default=:8080" help:"Listen address (host:port) of /healthz, /readyz and /metrics; off disables the listener."`
+
 	KubeContext string  `env:"BRIDGE_KUBE_CONTEXT" help:"Kubeconfig context to use instead of the current one. Kubernetes access: in-cluster config when running in a pod without KUBECONFIG, else KUBECONFIG or ~/.kube/config, as kubectl."`
 	KubeQPS     float32 `env:"BRIDGE_KUBE_QPS, default=50" help:"Client-side rate limit for API requests (queries per second)."`
 	KubeBurst   int     `env:"BRIDGE_KUBE_BURST, default=100" help:"Client-side burst for API requests."`
@@ -174,6 +176,11 @@ func (c *Config) validate(lookup envconfig.Lookuper) []string {
 	}
 	if c.PublishMaxBackoff > 0 && c.PublishMaxBackoff < 100*time.Millisecond {
 		add("BRIDGE_PUBLISH_MAX_BACKOFF=%v: must be at least 100ms, the first retry's wait", c.PublishMaxBackoff)
+	}
+	if c.HTTPAddr != "off" {
+		if _, port, err := net.SplitHostPort(c.HTTPAddr); err != nil || port == "" {
+			add("BRIDGE_HTTP_ADDR=%q: must be host:port (e.g. :8080) or off", c.HTTPAddr)
+		}
 	}
 	if c.QueueSize < 1 {
 		add("BRIDGE_QUEUE_SIZE=%d: must be at least 1", c.QueueSize)
