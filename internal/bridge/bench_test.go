@@ -44,14 +44,14 @@ func benchPipeline(b *testing.B, storage string) {
 	for i := range olds {
 		olds[i] = benchPod(i, 1)
 	}
-	q := newQueue(cfg.QueueSize)
+	sh := newShared(cfg.QueueSize)
+	q, cnt := sh.queue, &sh.counters
 	soft, stop := context.WithCancel(ctx)
 	hard, cancelHard := context.WithCancel(ctx)
 	defer cancelHard()
-	cnt := &counters{}
 	var wg sync.WaitGroup
 	enc := &encode.Encoder{Subjects: subjects, MaxPayload: int(nc.MaxPayload())}
-	if _, _, err := startPublishing(soft, hard, &wg, cfg, js, enc, q, cnt, newMarkerWaiter()); err != nil {
+	if _, _, err := startPublishing(soft, hard, &wg, cfg, js, enc, sh); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/internal/natsembed"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
@@ -83,6 +86,8 @@ type serveOptions struct {
 	now           func() time.Time
 	progressEvery time.Duration
 	ready         func()
+	listening     func(net.Addr)
+	stuckAfter    time.Duration
 }
 
 // WithClock sets the clock that stamps events.
@@ -91,11 +96,32 @@ func WithClock(now func() time.Time) Option { return func(o *serveOptions) { o.n
 // WithReady is called once every start-up snapshot is stored.
 func WithReady(f func()) Option { return func(o *serveOptions) { o.ready = f } }
 
+// WithListening is called with the address of the operational endpoints.
+func WithListening(f func(net.Addr)) Option { return func(o *serveOptions) { o.listening = f } }
+
+// shared is the state the pipeline, the snapshotters and the health checks
+// have in common.
+type shared struct {
+	queue    *queue
+	counters counters
+	markers  *markerWaiter
+	metrics  *metrics.Metrics
+	// progress is the Unix time in nanoseconds of the last acknowledgement.
+	progress atomic.Int64
+}
+
+func newShared(queueSize int) *shared {
+	sh := &shared{queue: newQueue(queueSize), markers: newMarkerWaiter(), metrics: metrics.New()}
+	sh.progress.Store(time.Now().UnixNano())
+	sh.metrics.QueueGauges(sh.queue.Len, sh.queue.Cap)
+	return sh
+}
+
 // Serve runs informers for the configured types and publishes their
 // changes and snapshots on nc's JetStream until ctx ends, then shuts down
 // within cfg.ShutdownTimeout.
 func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts ...Option) error {
-	o := serveOptions{now: time.Now, progressEvery: 5 * time.Second, ready: func() {}}
+	o := serveOptions{now: time.Now, progressEvery: 5 * time.Second, ready: func() {}, listening: func(net.Addr) {}, stuckAfter: 2 * time.Minute}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -123,11 +149,13 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	}
 	logger.Info("JetStream stream ready", "stream", info.Config.Name, "subjects", strings.Join(info.Config.Subjects, ","), "maxPayload", maxPayload)
 
-	q := newQueue(cfg.QueueSize)
+	sh := newShared(cfg.QueueSize)
+	sh.metrics.NATSConnected(nc.IsConnected)
 	transform := informers.TransformOptions{StripManagedFields: cfg.StripManagedFields, StripLastApplied: cfg.StripLastApplied, RedactSecrets: cfg.RedactSecrets}.Transform()
 	var sources []*informers.Source
 	for _, w := range watches {
-		src, err := informers.NewSource(kube.Clients, w.resource, w.scope, transform, q, informers.WithClock(o.now))
+		src, err := informers.NewSource(kube.Clients, w.resource, w.scope, transform, sh.queue,
+			informers.WithClock(o.now), informers.WithObserver(sourceObserver{sh.metrics}))
 		if err != nil {
 			return err
 		}
@@ -139,13 +167,28 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	// hard ends publishing: at the shutdown deadline, not at the signal.
 	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHard()
-	cnt := &counters{}
-	markers := newMarkerWaiter()
 	encoder := &encode.Encoder{Subjects: subjects, MaxPayload: maxPayload}
 	var wg sync.WaitGroup
-	pub, pubErr, err := startPublishing(ctx, hard, &wg, cfg, js, encoder, q, cnt, markers)
+	pub, pubErr, err := startPublishing(ctx, hard, &wg, cfg, js, encoder, sh)
 	if err != nil {
 		return err
+	}
+
+	var synced, snapshotted atomic.Bool
+	if cfg.HTTPAddr != "off" {
+		addr, err := metrics.ListenAndServe(ctx, cfg.HTTPAddr, metrics.Handler(sh.metrics, metrics.Checks{
+			Live: func() error { return sh.live(nc.IsConnected(), pub.InFlight(), o.stuckAfter) },
+			Ready: func() error {
+				return readiness(synced.Load(), snapshotted.Load(), nc.IsConnected())
+			},
+		}))
+		if err != nil {
+			cancelHard()
+			wg.Wait()
+			return err
+		}
+		logger.Info("Serving /healthz, /readyz and /metrics", "address", addr.String())
+		o.listening(addr)
 	}
 
 	informerCtx, stopInformers := context.WithCancel(ctx)
@@ -160,15 +203,16 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), hasSynced...) {
 		logger.Info("Stopped before the informer caches synced")
-		return shutdown(ctx, cfg, cancelHard, &wg, pubErr, cnt, q, pub)
+		return shutdown(ctx, cfg, cancelHard, &wg, pubErr, sh, pub)
 	}
+	synced.Store(true)
 	logger.Info("Informer caches synced", "types", len(sources), "duration", time.Since(syncStart).Round(time.Millisecond))
 
 	ids := newSnapshotIDs(o.now())
 	started := make(chan error, len(sources))
 	for _, src := range sources {
-		s := &snapshotter{src: src, queue: q, markers: markers, ids: ids, now: o.now, period: cfg.ResyncPeriod,
-			canCatch: nc.IsConnected, progressEvery: o.progressEvery}
+		s := &snapshotter{src: src, queue: sh.queue, markers: sh.markers, ids: ids, now: o.now, period: cfg.ResyncPeriod,
+			canCatch: nc.IsConnected, progressEvery: o.progressEvery, metrics: sh.metrics}
 		wg.Add(1)
 		go func() { defer wg.Done(); s.run(ctx, started) }()
 	}
@@ -178,19 +222,67 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 				return
 			}
 		}
+		snapshotted.Store(true)
 		logger.Info("Start-up snapshots published; the stream holds the current state of every watched type")
 		o.ready()
 	}()
 
 	<-ctx.Done()
-	return shutdown(ctx, cfg, cancelHard, &wg, pubErr, cnt, q, pub)
+	return shutdown(ctx, cfg, cancelHard, &wg, pubErr, sh, pub)
 }
 
-// startPublishing runs the pipeline from q and the publisher behind it.
-// The pipeline stops taking changes when soft ends; publishing stops when
-// hard ends. The publisher's result arrives on the returned channel.
-func startPublishing(soft, hard context.Context, wg *sync.WaitGroup, cfg *config.Config, js sink.AsyncPublisher, encoder *encode.Encoder, q *queue, cnt *counters, markers *markerWaiter) (*sink.Publisher, <-chan error, error) {
-	pub, err := sink.NewPublisher(js, sink.WithWindow(cfg.PublishWindow), sink.WithBackoff(100*time.Millisecond, cfg.PublishMaxBackoff))
+// live fails when events wait, NATS is connected, and still nothing has
+// been acknowledged for stuckAfter: a loop is stuck. A NATS outage is not a
+// reason to restart the bridge.
+func (sh *shared) live(connected bool, inFlight int, stuckAfter time.Duration) error {
+	waiting := sh.queue.Len() + inFlight
+	if waiting == 0 || !connected {
+		sh.progress.Store(time.Now().UnixNano())
+		return nil
+	}
+	if idle := time.Since(time.Unix(0, sh.progress.Load())); idle > stuckAfter {
+		return fmt.Errorf("no event acknowledged for %s although NATS is connected and %d events wait", idle.Round(time.Second), waiting)
+	}
+	return nil
+}
+
+func readiness(synced, snapshotted, connected bool) error {
+	var missing []string
+	if !synced {
+		missing = append(missing, "informer caches not synced")
+	}
+	if !snapshotted {
+		missing = append(missing, "start-up snapshots not published")
+	}
+	if !connected {
+		missing = append(missing, "NATS not connected")
+	}
+	if len(missing) > 0 {
+		return errors.New(strings.Join(missing, "; "))
+	}
+	return nil
+}
+
+// sourceObserver feeds informer observations into the metrics.
+type sourceObserver struct{ m *metrics.Metrics }
+
+func (o sourceObserver) Observed(r *informers.Resource, v informers.Verb) {
+	o.m.ChangesObserved.WithLabelValues(r.String(), string(v)).Inc()
+}
+func (o sourceObserver) Dropped(r *informers.Resource) {
+	o.m.ChangesDropped.WithLabelValues(r.String()).Inc()
+}
+func (o sourceObserver) WatchError(r *informers.Resource, _ error) {
+	o.m.WatchErrors.WithLabelValues(r.String()).Inc()
+}
+
+// startPublishing runs the pipeline from sh's queue and the publisher
+// behind it. The pipeline stops taking changes when soft ends; publishing
+// stops when hard ends. The publisher's result arrives on the returned
+// channel.
+func startPublishing(soft, hard context.Context, wg *sync.WaitGroup, cfg *config.Config, js sink.AsyncPublisher, encoder *encode.Encoder, sh *shared) (*sink.Publisher, <-chan error, error) {
+	pub, err := sink.NewPublisher(js, sink.WithWindow(cfg.PublishWindow), sink.WithBackoff(100*time.Millisecond, cfg.PublishMaxBackoff),
+		sink.WithObserver(metrics.PublishObserver{M: sh.metrics}))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -198,8 +290,9 @@ func startPublishing(soft, hard context.Context, wg *sync.WaitGroup, cfg *config
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	p := &pipeline{queue: q, guard: newOrderGuard(), encoder: encoder, workers: workers,
-		out: make(chan sink.Envelope, cfg.PublishWindow), counters: cnt, markers: markers}
+	p := &pipeline{queue: sh.queue, guard: newOrderGuard(), encoder: encoder, workers: workers,
+		out: make(chan sink.Envelope, cfg.PublishWindow), counters: &sh.counters, markers: sh.markers,
+		metrics: sh.metrics, progress: &sh.progress}
 	pubErr := make(chan error, 1)
 	wg.Add(2)
 	go func() { defer wg.Done(); p.run(soft, hard) }()
@@ -209,8 +302,9 @@ func startPublishing(soft, hard context.Context, wg *sync.WaitGroup, cfg *config
 
 // shutdown gives queued events until the shutdown timeout to be
 // acknowledged, then stops publishing.
-func shutdown(ctx context.Context, cfg *config.Config, cancelHard context.CancelFunc, wg *sync.WaitGroup, pubErr <-chan error, cnt *counters, q *queue, pub *sink.Publisher) error {
+func shutdown(ctx context.Context, cfg *config.Config, cancelHard context.CancelFunc, wg *sync.WaitGroup, pubErr <-chan error, sh *shared, pub *sink.Publisher) error {
 	logger := klog.FromContext(ctx)
+	cnt, q := &sh.counters, sh.queue
 	logger.Info("Shutting down; waiting for queued events to be acknowledged", "queued", q.Len(), "inFlight", pub.InFlight(), "timeout", cfg.ShutdownTimeout)
 	timer := time.AfterFunc(cfg.ShutdownTimeout, cancelHard)
 	defer timer.Stop()

@@ -174,7 +174,7 @@ type bridgeRun struct {
 
 func testConfig(t testing.TB, env map[string]string) *config.Config {
 	t.Helper()
-	base := map[string]string{"BRIDGE_RESOURCES": "cm", "BRIDGE_CLUSTER_NAME": "test", "NATS_URL": "nats://127.0.0.1:4222", "BRIDGE_RESYNC_PERIOD": "0", "BRIDGE_STREAM_STORAGE": "memory"}
+	base := map[string]string{"BRIDGE_RESOURCES": "cm", "BRIDGE_CLUSTER_NAME": "test", "NATS_URL": "nats://127.0.0.1:4222", "BRIDGE_RESYNC_PERIOD": "0", "BRIDGE_STREAM_STORAGE": "memory", "BRIDGE_HTTP_ADDR": "127.0.0.1:0"}
 	for k, v := range env {
 		base[k] = v
 	}
@@ -187,10 +187,16 @@ func testConfig(t testing.TB, env map[string]string) *config.Config {
 
 func startBridge(t testing.TB, cfg *config.Config, kube Kube, nc *nats.Conn) *bridgeRun {
 	t.Helper()
+	return startBridgeWith(t, cfg, kube, nc)
+}
+
+func startBridgeWith(t testing.TB, cfg *config.Config, kube Kube, nc *nats.Conn, opts ...Option) *bridgeRun {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	r := &bridgeRun{cancel: cancel, done: make(chan error, 1), ready: make(chan struct{})}
-	go func() { r.done <- Serve(ctx, cfg, kube, nc, WithReady(func() { close(r.ready) })) }()
+	opts = append(opts, WithReady(func() { close(r.ready) }))
+	go func() { r.done <- Serve(ctx, cfg, kube, nc, opts...) }()
 	t.Cleanup(func() { r.stop(t) })
 	select {
 	case <-r.ready:

@@ -6,7 +6,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"time"
+
 	"k8s.io/klog/v2"
+
+	"github.com/kubebridge/kubebridge/internal/metrics"
 
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
@@ -34,6 +38,9 @@ type pipeline struct {
 	out      chan sink.Envelope
 	counters *counters
 	markers  *markerWaiter
+	metrics  *metrics.Metrics
+	// progress is the Unix time in nanoseconds of the last acknowledgement.
+	progress *atomic.Int64
 }
 
 type job struct {
@@ -83,6 +90,7 @@ func (p *pipeline) run(soft, hard context.Context) {
 	send := func(c informers.Change) bool {
 		if !p.guard.admit(&c) {
 			p.counters.superseded.Add(1)
+			p.metrics.EventsSuperseded.WithLabelValues(c.Resource.String()).Inc()
 			return true
 		}
 		slot := make(chan sink.Envelope, 1)
@@ -127,9 +135,11 @@ func (p *pipeline) run(soft, hard context.Context) {
 }
 
 func (p *pipeline) envelope(logger klog.Logger, c informers.Change) sink.Envelope {
+	resource := c.Resource.String()
 	enc, err := p.encoder.Encode(c)
 	if err != nil {
 		p.counters.encodeErrs.Add(1)
+		p.metrics.EncodeErrors.WithLabelValues(resource).Inc()
 		logger.Error(err, "Cannot encode change; it is not published", "resource", c.Resource.String(), "verb", c.Verb)
 		if c.Verb == informers.SnapshotEnd {
 			p.markers.done(c.SnapshotID, err)
@@ -138,13 +148,17 @@ func (p *pipeline) envelope(logger klog.Logger, c informers.Change) sink.Envelop
 	}
 	if enc.Truncated {
 		p.counters.truncated.Add(1)
+		p.metrics.OversizeObjects.WithLabelValues(resource).Inc()
 		logger.Info("Object exceeds the NATS max payload; published without its content (truncated=true)", "subject", enc.Msg.Subject, "id", enc.ID, "limit", p.encoder.MaxPayload)
 	}
 	env := sink.Envelope{Msg: enc.Msg, Barrier: c.Verb.IsMarker()}
 	verb, snapshotID := c.Verb, c.SnapshotID
+	published := p.metrics.EventsPublished.WithLabelValues(resource, string(verb))
 	env.Done = func(err error) {
 		if err == nil {
 			p.counters.acked.Add(1)
+			published.Inc()
+			p.progress.Store(time.Now().UnixNano())
 		} else {
 			p.counters.unacked.Add(1)
 		}

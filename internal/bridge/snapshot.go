@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/kubebridge/kubebridge/internal/metrics"
+
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -35,6 +37,7 @@ type snapshotter struct {
 	now      func() time.Time
 	period   time.Duration
 	canCatch func() bool
+	metrics  *metrics.Metrics
 	// progressEvery is how often a long snapshot logs its progress.
 	progressEvery time.Duration
 }
@@ -72,6 +75,7 @@ func (s *snapshotter) run(ctx context.Context, started chan<- error) {
 				continue
 			}
 			s.src.TakeDirty()
+			s.metrics.DirtyResnapshots.WithLabelValues(s.src.Resource.String()).Inc()
 			logger.Info("Changes were dropped while the queue was full; publishing a fresh snapshot", "droppedTotal", s.src.Dropped())
 			if err := s.snapshot(ctx, "dropped-changes"); err != nil {
 				return
@@ -116,6 +120,9 @@ func (s *snapshotter) snapshot(ctx context.Context, reason string) error {
 		return ctx.Err()
 	}
 	elapsed := time.Since(start)
+	s.metrics.Snapshots.WithLabelValues(res.String(), reason).Inc()
+	s.metrics.SnapshotDuration.WithLabelValues(res.String()).Observe(elapsed.Seconds())
+	s.metrics.SnapshotItems.WithLabelValues(res.String()).Add(float64(len(objs)))
 	logger.Info("Snapshot published", "snapshotID", id, "reason", reason, "items", len(objs), "duration", elapsed.Round(time.Millisecond), "perSecond", int(float64(len(objs))/max(elapsed.Seconds(), 1e-9)))
 	return nil
 }

@@ -49,10 +49,30 @@ type Source struct {
 	queue     Queue
 	now       func() time.Time
 	logger    klog.Logger
+	observer  Observer
 	informers []cache.SharedIndexInformer
 	starters  []func(stop <-chan struct{})
 	dirty     atomic.Bool
 	dropped   atomic.Int64
+}
+
+// Observer is told what a Source sees. It must be safe for concurrent use
+// and must not block.
+type Observer interface {
+	Observed(r *Resource, v Verb)
+	Dropped(r *Resource)
+	WatchError(r *Resource, err error)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Observed(*Resource, Verb)    {}
+func (nopObserver) Dropped(*Resource)           {}
+func (nopObserver) WatchError(*Resource, error) {}
+
+// WithObserver reports every change offered, dropped, and every watch error.
+func WithObserver(o Observer) SourceOption {
+	return func(s *Source) error { s.observer = o; return nil }
 }
 
 // SourceOption configures a Source.
@@ -67,7 +87,7 @@ func WithClock(now func() time.Time) SourceOption {
 // before objects enter the cache and every callback offered to queue.
 // Informers are not started until Run.
 func NewSource(clients Clients, res *Resource, scope Scope, transform cache.TransformFunc, queue Queue, opts ...SourceOption) (*Source, error) {
-	s := &Source{Resource: res, Scope: scope, queue: queue, now: time.Now, logger: klog.Background().WithValues("resource", res.String())}
+	s := &Source{Resource: res, Scope: scope, queue: queue, now: time.Now, logger: klog.Background().WithValues("resource", res.String()), observer: nopObserver{}}
 	for _, o := range opts {
 		if err := o(s); err != nil {
 			return nil, err
@@ -127,6 +147,7 @@ func (s *Source) Run(ctx context.Context) {
 	s.logger = logger
 	for _, inf := range s.informers {
 		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			s.observer.WatchError(s.Resource, err)
 			logger.Info("Watch failed; the informer will relist", "err", err)
 			cache.DefaultWatchErrorHandler(ctx, r, err)
 		})
@@ -228,9 +249,11 @@ func (s *Source) object(obj interface{}) (runtime.Object, bool) {
 func (s *Source) offer(c Change) {
 	c.Resource = s.Resource
 	c.ObservedAt = s.now()
+	s.observer.Observed(s.Resource, c.Verb)
 	if !s.queue.TryPut(c) {
 		s.dropped.Add(1)
 		s.dirty.Store(true)
+		s.observer.Dropped(s.Resource)
 	}
 }
 

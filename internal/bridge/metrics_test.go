@@ -1,0 +1,152 @@
+package bridge
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubebridge/kubebridge/internal/replay"
+	"github.com/kubebridge/kubebridge/pkg/encode"
+)
+
+// TestMetricsAfterKnownWorkload scrapes /metrics after a workload whose
+// every count is known, and checks /readyz and /healthz.
+func TestMetricsAfterKnownWorkload(t *testing.T) {
+	n := startNATS(t)
+	nc, js := connect(t, n.url())
+	cluster := newFakeCluster()
+	cluster.create(t, cluster.configMap("default", "pre-1", nil))
+	cluster.create(t, cluster.configMap("default", "pre-2", nil))
+
+	addr := make(chan net.Addr, 1)
+	startBridgeWith(t, testConfig(t, nil), cluster.kube(), nc, WithListening(func(a net.Addr) { addr <- a }))
+	base := "http://" + (<-addr).String()
+
+	for i := range 3 {
+		cluster.create(t, cluster.configMap("default", fmt.Sprintf("new-%d", i), map[string]string{"v": "1"}))
+	}
+	cluster.update(t, cluster.configMap("default", "new-0", map[string]string{"v": "2"}))
+	cluster.delete(t, "default", "pre-1")
+	waitFor(t, js, "the workload's events", 10*time.Second, func(m []replay.Message) bool {
+		return countType(m, encode.TypeDeleted) == 1 && countType(m, encode.TypeUpdated) == 1 && countType(m, encode.TypeAdded) == 3
+	})
+
+	// Acknowledgements are counted in a callback that can trail the stored
+	// message by a moment; poll until the counts settle.
+	want := map[string]string{
+		`kubebridge_events_published_total{resource="configmaps.v1",type="snapshot.begin"}`: "1",
+		`kubebridge_events_published_total{resource="configmaps.v1",type="snapshot.item"}`:  "2",
+		`kubebridge_events_published_total{resource="configmaps.v1",type="snapshot.end"}`:   "1",
+		`kubebridge_events_published_total{resource="configmaps.v1",type="added"}`:          "3",
+		`kubebridge_events_published_total{resource="configmaps.v1",type="updated"}`:        "1",
+		`kubebridge_events_published_total{resource="configmaps.v1",type="deleted"}`:        "1",
+		`kubebridge_changes_observed_total{resource="configmaps.v1",verb="added"}`:          "3",
+		`kubebridge_changes_observed_total{resource="configmaps.v1",verb="updated"}`:        "1",
+		`kubebridge_changes_observed_total{resource="configmaps.v1",verb="deleted"}`:        "1",
+		`kubebridge_snapshots_total{reason="start-up",resource="configmaps.v1"}`:            "1",
+		`kubebridge_snapshot_items_total{resource="configmaps.v1"}`:                         "2",
+		`kubebridge_publish_rejected_total`:                                                 "0",
+		`kubebridge_queue_capacity`:                                                         "10000",
+		`kubebridge_queue_depth`:                                                            "0",
+		`kubebridge_publish_in_flight`:                                                      "0",
+		`kubebridge_nats_connected`:                                                         "1",
+		`kubebridge_publish_latency_seconds_count`:                                          "9",
+	}
+	var got map[string]string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got = scrape(t, base+"/metrics")
+		if mismatch(want, got) == "" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if m := mismatch(want, got); m != "" {
+		t.Error(m)
+	}
+	for _, name := range []string{"kubebridge_changes_dropped_total", "kubebridge_events_superseded_total", "kubebridge_oversize_objects_total"} {
+		for k, v := range got {
+			if strings.HasPrefix(k, name) && v != "0" {
+				t.Errorf("%s = %s, want 0", k, v)
+			}
+		}
+	}
+	if v := got["kubebridge_last_publish_timestamp_seconds"]; v == "" || v == "0" {
+		t.Errorf("last publish timestamp %q", v)
+	}
+	for _, path := range []string{"/readyz", "/healthz"} {
+		code, body := get(t, base+path)
+		if code != http.StatusOK || strings.TrimSpace(body) != "ok" {
+			t.Errorf("%s: %d %q", path, code, body)
+		}
+	}
+}
+
+func TestReadinessAndLiveness(t *testing.T) {
+	if err := readiness(false, false, false); err == nil || err.Error() != "informer caches not synced; start-up snapshots not published; NATS not connected" {
+		t.Errorf("readiness = %v", err)
+	}
+	if err := readiness(true, true, true); err != nil {
+		t.Errorf("readiness = %v", err)
+	}
+	sh := newShared(10)
+	if err := sh.live(true, 0, time.Millisecond); err != nil {
+		t.Errorf("idle bridge not live: %v", err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if err := sh.live(false, 3, time.Millisecond); err != nil {
+		t.Errorf("a NATS outage made the bridge not live: %v", err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if err := sh.live(true, 3, time.Millisecond); err == nil {
+		t.Error("events waiting with NATS connected and no progress: still live")
+	}
+}
+
+func scrape(t *testing.T, url string) map[string]string {
+	t.Helper()
+	code, body := get(t, url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d", url, code)
+	}
+	out := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		out[line[:i]] = line[i+1:]
+	}
+	return out
+}
+
+func mismatch(want, got map[string]string) string {
+	var b strings.Builder
+	for k, v := range want {
+		if got[k] != v {
+			fmt.Fprintf(&b, "%s = %q, want %q\n", k, got[k], v)
+		}
+	}
+	return b.String()
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
