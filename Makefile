@@ -6,15 +6,20 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # The one build command; the Dockerfile's build stage runs the same line.
 BUILD_FLAGS := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 BIN := bin/bridge
+IMAGE ?= ghcr.io/kubebridge/kubebridge:$(VERSION)
 PKGS := ./...
 
-.PHONY: help build test test-unit kube-bins lint run bench fuzz clean demo demo-up
+.PHONY: help build image test test-unit kube-bins lint run bench fuzz clean demo demo-up
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## Build bin/bridge
 	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $(BIN) ./cmd/bridge
+
+image: ## Build the container image (needs a Docker engine)
+	@docker info >/dev/null 2>&1 || { echo "make image: no Docker engine reachable here; build the image where one runs (see README, Deploy)"; exit 1; }
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 kube-bins: ## Build (or reuse) kube-apiserver, etcd and etcdctl for the end-to-end tests
 	@bash hack/build-kube-bins.sh >/dev/null
