@@ -56,6 +56,12 @@ func run(args []string) int {
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Starting", "version", version, "cluster", cfg.ClusterName, "subjectPrefix", cfg.SubjectPrefix)
 	if err := bridge.Run(ctx, cfg, version); err != nil {
+		// A signal during start-up (e.g. while NATS is unreachable) is a
+		// normal stop, not a failure.
+		if ctx.Err() != nil {
+			logger.Info("Stopped during start-up", "reason", err.Error())
+			return 0
+		}
 		return report(err)
 	}
 	return 0

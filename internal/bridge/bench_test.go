@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -44,7 +45,7 @@ func benchPipeline(b *testing.B, storage string) {
 	for i := range olds {
 		olds[i] = benchPod(i, 1)
 	}
-	sh := newShared(cfg.QueueSize)
+	sh := newShared(cfg.QueueSize, metrics.New())
 	q, cnt := sh.queue, &sh.counters
 	soft, stop := context.WithCancel(ctx)
 	hard, cancelHard := context.WithCancel(ctx)

@@ -34,6 +34,17 @@ func Run(ctx context.Context, cfg *config.Config, version string) error {
 	}
 	logger.Info("Kubernetes API server", "host", rc.Host, "qps", rc.QPS, "burst", rc.Burst)
 
+	// The endpoints come up before NATS is reached, so probes see a live
+	// process that is not ready yet instead of a refused connection.
+	h := newHealth()
+	if cfg.HTTPAddr != "off" {
+		addr, err := metrics.ListenAndServe(ctx, cfg.HTTPAddr, metrics.Handler(h.metrics, h.checks()))
+		if err != nil {
+			return err
+		}
+		logger.Info("Serving /healthz, /readyz and /metrics", "address", addr.String())
+	}
+
 	url := cfg.NATSURL
 	var natsOpts []nats.Option
 	if url == "" {
@@ -56,7 +67,7 @@ func Run(ctx context.Context, cfg *config.Config, version string) error {
 		return err
 	}
 	defer nc.Close()
-	if err := Serve(ctx, cfg, kube, nc); err != nil {
+	if err := Serve(ctx, cfg, kube, nc, withHealth(h)); err != nil {
 		return err
 	}
 	if err := drainConn(nc, 5*time.Second); err != nil {
@@ -88,6 +99,7 @@ type serveOptions struct {
 	ready         func()
 	listening     func(net.Addr)
 	stuckAfter    time.Duration
+	health        *health
 }
 
 // WithClock sets the clock that stamps events.
@@ -98,6 +110,36 @@ func WithReady(f func()) Option { return func(o *serveOptions) { o.ready = f } }
 
 // WithListening is called with the address of the operational endpoints.
 func WithListening(f func(net.Addr)) Option { return func(o *serveOptions) { o.listening = f } }
+
+// withHealth makes Serve report through h, whose endpoints Run serves.
+func withHealth(h *health) Option { return func(o *serveOptions) { o.health = h } }
+
+// health is what the operational endpoints report. Run creates it before
+// anything else exists; Serve fills it in as the parts come up.
+type health struct {
+	metrics     *metrics.Metrics
+	synced      atomic.Bool
+	snapshotted atomic.Bool
+	conn        atomic.Pointer[nats.Conn]
+	live        atomic.Pointer[func() error]
+}
+
+func newHealth() *health { return &health{metrics: metrics.New()} }
+
+func (h *health) checks() metrics.Checks {
+	return metrics.Checks{
+		Live: func() error {
+			if f := h.live.Load(); f != nil {
+				return (*f)()
+			}
+			return nil
+		},
+		Ready: func() error {
+			nc := h.conn.Load()
+			return readiness(h.synced.Load(), h.snapshotted.Load(), nc != nil && nc.IsConnected())
+		},
+	}
+}
 
 // shared is the state the pipeline, the snapshotters and the health checks
 // have in common.
@@ -110,8 +152,8 @@ type shared struct {
 	progress atomic.Int64
 }
 
-func newShared(queueSize int) *shared {
-	sh := &shared{queue: newQueue(queueSize), markers: newMarkerWaiter(), metrics: metrics.New()}
+func newShared(queueSize int, m *metrics.Metrics) *shared {
+	sh := &shared{queue: newQueue(queueSize), markers: newMarkerWaiter(), metrics: m}
 	sh.progress.Store(time.Now().UnixNano())
 	sh.metrics.QueueGauges(sh.queue.Len, sh.queue.Cap)
 	return sh
@@ -149,7 +191,13 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	}
 	logger.Info("JetStream stream ready", "stream", info.Config.Name, "subjects", strings.Join(info.Config.Subjects, ","), "maxPayload", maxPayload)
 
-	sh := newShared(cfg.QueueSize)
+	h := o.health
+	serveHTTP := h == nil
+	if serveHTTP {
+		h = newHealth()
+	}
+	h.conn.Store(nc)
+	sh := newShared(cfg.QueueSize, h.metrics)
 	sh.metrics.NATSConnected(nc.IsConnected)
 	transform := informers.TransformOptions{StripManagedFields: cfg.StripManagedFields, StripLastApplied: cfg.StripLastApplied, RedactSecrets: cfg.RedactSecrets}.Transform()
 	var sources []*informers.Source
@@ -174,14 +222,10 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 		return err
 	}
 
-	var synced, snapshotted atomic.Bool
-	if cfg.HTTPAddr != "off" {
-		addr, err := metrics.ListenAndServe(ctx, cfg.HTTPAddr, metrics.Handler(sh.metrics, metrics.Checks{
-			Live: func() error { return sh.live(nc.IsConnected(), pub.InFlight(), o.stuckAfter) },
-			Ready: func() error {
-				return readiness(synced.Load(), snapshotted.Load(), nc.IsConnected())
-			},
-		}))
+	live := func() error { return sh.live(nc.IsConnected(), pub.InFlight(), o.stuckAfter) }
+	h.live.Store(&live)
+	if serveHTTP && cfg.HTTPAddr != "off" {
+		addr, err := metrics.ListenAndServe(ctx, cfg.HTTPAddr, metrics.Handler(h.metrics, h.checks()))
 		if err != nil {
 			cancelHard()
 			wg.Wait()
@@ -205,7 +249,7 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 		logger.Info("Stopped before the informer caches synced")
 		return shutdown(ctx, cfg, cancelHard, &wg, pubErr, sh, pub)
 	}
-	synced.Store(true)
+	h.synced.Store(true)
 	logger.Info("Informer caches synced", "types", len(sources), "duration", time.Since(syncStart).Round(time.Millisecond))
 
 	ids := newSnapshotIDs(o.now())
@@ -222,7 +266,7 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 				return
 			}
 		}
-		snapshotted.Store(true)
+		h.snapshotted.Store(true)
 		logger.Info("Start-up snapshots published; the stream holds the current state of every watched type")
 		o.ready()
 	}()

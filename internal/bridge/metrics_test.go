@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 )
@@ -94,7 +95,7 @@ func TestReadinessAndLiveness(t *testing.T) {
 	if err := readiness(true, true, true); err != nil {
 		t.Errorf("readiness = %v", err)
 	}
-	sh := newShared(10)
+	sh := newShared(10, metrics.New())
 	if err := sh.live(true, 0, time.Millisecond); err != nil {
 		t.Errorf("idle bridge not live: %v", err)
 	}
