@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubebridge/kubebridge/internal/replay"
+	"github.com/kubebridge/kubebridge/internal/testenv"
+	"github.com/kubebridge/kubebridge/pkg/encode"
+)
+
+// TestRelistAfterCompaction makes the bridge's informer hit "410 Gone: too
+// old resource version" and relist, in an environment of its own whose
+// kube-apiserver has no watch cache (so watches are served from etcd's
+// history). While the apiserver is down, objects are deleted, updated and
+// created directly in etcd — as another apiserver of the cluster would —
+// and etcd is compacted past everything the bridge has seen. When the
+// apiserver is back, the informer's watch from its last resourceVersion
+// must fail with 410 and the informer relists. Every change of the gap
+// must reach the stream: deletes as deleted with finalstateunknown=true,
+// the update as updated, the create as added.
+func TestRelistAfterCompaction(t *testing.T) {
+	testenv.Get(t) // skips without binaries; builds the bridge
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	start := time.Now()
+	env, err := testenv.Start(ctx, testenv.Options{APIServerFlags: []string{"--watch-cache=false"}})
+	testenv.SkipIfNoBinaries(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			env.KeepLogs()
+			t.Logf("component logs kept in %s", env.LogDir())
+		}
+		env.Close()
+	})
+	t.Logf("own environment (--watch-cache=false) up in %v", time.Since(start).Round(time.Millisecond))
+
+	h := newHarness(t, env)
+	typ := h.cmType()
+	keep := map[int]*corev1.ConfigMap{}
+	for i := range 6 {
+		keep[i] = h.createCM(h.ns, fmt.Sprintf("keep-%d", i), nil, map[string]string{"v": "0"})
+	}
+	b := h.startBridge(map[string]string{"BRIDGE_RESOURCES": "configmaps", "BRIDGE_LOG_VERBOSITY": "4"})
+
+	// A change through the watch, so the informer's resourceVersion is
+	// recent and the stream shows the watch works.
+	k0 := keep[0].DeepCopy()
+	k0.Data["v"] = "1"
+	keep[0] = h.updateCM(k0)
+	h.waitStream("the update of keep-0", 30*time.Second, func(m []replay.Message) string {
+		if len(ofType(m, encode.TypeUpdated, h.cmSubject(h.ns, "keep-0"))) == 0 {
+			return "no updated event for keep-0"
+		}
+		return ""
+	})
+
+	// ---- the gap: the apiserver is down, etcd changes under it ----
+	env.KillAPIServer()
+	t.Log("kube-apiserver killed")
+	key := func(name string) string { return "/registry/configmaps/" + h.ns + "/" + name }
+	for _, name := range []string{"keep-1", "keep-2"} {
+		if _, err := env.Etcdctl(ctx, "del", key(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k3 := keep[3].DeepCopy()
+	k3.Data["v"] = "gap"
+	etcdPut(ctx, t, env, key("keep-3"), k3)
+	gapNew := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "gap-new", Namespace: h.ns, UID: newUID(t), CreationTimestamp: metav1.Now()},
+		Data:       map[string]string{"v": "gap"},
+	}
+	etcdPut(ctx, t, env, key("gap-new"), gapNew)
+	rev, err := env.Compact(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("etcd changed directly and compacted to revision %d (the bridge last saw %s)", rev, keep[0].ResourceVersion)
+	if err := env.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("kube-apiserver started again")
+
+	// ---- more changes through the API right after the restart ----
+	k4 := keep[4].DeepCopy()
+	k4.Data["v"] = "after"
+	h.updateCM(k4)
+	h.createCM(h.ns, "post-new", nil, map[string]string{"v": "after"})
+	h.deleteCM(h.ns, "keep-5")
+
+	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
+	if _, ok := want[h.cmSubject(h.ns, "gap-new")]; !ok {
+		t.Fatalf("the object written to etcd is not served by the apiserver: %v", want)
+	}
+	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, nil)
+	defer logOnFailure(t, msgs)
+	b.stop()
+
+	checkNoRegressions(t, st)
+	checkSnapshots(t, msgs)
+	checkUniqueIDs(t, msgs)
+	if len(st.Swept) > 0 {
+		t.Errorf("objects swept (there was no snapshot after the start-up one, so every change must be an event): %v", st.Swept)
+	}
+
+	// The informer relisted because its watch was too old.
+	tooOld := regexp.MustCompile(`(?i)too old`)
+	var evidence []string
+	for _, l := range lines(b.output()) {
+		if tooOld.MatchString(l) && strings.Contains(l, "atch") {
+			evidence = append(evidence, l)
+		}
+	}
+	if len(evidence) == 0 {
+		t.Errorf("the bridge log shows no watch failing with 410 / too old resource version")
+	} else {
+		t.Logf("relist evidence in the bridge log:\n    %s", strings.Join(evidence, "\n    "))
+	}
+
+	// Deletes of the gap can only be known from the relist.
+	for _, name := range []string{"keep-1", "keep-2"} {
+		dels := ofType(onSubject(msgs, h.cmSubject(h.ns, name)), encode.TypeDeleted, "")
+		if len(dels) != 1 {
+			t.Errorf("%d deleted events for %s, want 1", len(dels), name)
+			continue
+		}
+		checkEq(t, name+" finalstateunknown", dels[0].Ext(encode.ExtFinalStateUnknown), "true")
+		checkEq(t, name+" deleted id", dels[0].Event.ID(), string(keep[nameIndex(name)].UID)+"/"+keep[nameIndex(name)].ResourceVersion+"/deleted")
+	}
+	for _, x := range []struct{ name, typ string }{
+		{"keep-3", encode.TypeUpdated}, {"gap-new", encode.TypeAdded}, {"keep-4", encode.TypeUpdated}, {"post-new", encode.TypeAdded},
+	} {
+		subj := h.cmSubject(h.ns, x.name)
+		evs := ofType(onSubject(msgs, subj), x.typ, "")
+		if len(evs) != 1 || evs[0].Ext(encode.ExtResourceVersion) != want[subj] {
+			t.Errorf("%s: want one %s event at rv %s; events on it:\n%s", x.name, x.typ, want[subj], describe(onSubject(msgs, subj)))
+		}
+	}
+	if d := ofType(onSubject(msgs, h.cmSubject(h.ns, "keep-5")), encode.TypeDeleted, ""); len(d) != 1 {
+		t.Errorf("%d deleted events for keep-5, want 1", len(d))
+	} else {
+		t.Logf("keep-5 (deleted through the API after the restart): finalstateunknown=%q", d[0].Ext(encode.ExtFinalStateUnknown))
+	}
+	upd := ofType(onSubject(msgs, h.cmSubject(h.ns, "keep-3")), encode.TypeUpdated, "")
+	if len(upd) == 1 {
+		var d struct{ Object, OldObject corev1.ConfigMap }
+		if err := json.Unmarshal(upd[0].Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Object.Data["v"] != "gap" || d.OldObject.Data["v"] != "0" || d.OldObject.ResourceVersion != keep[3].ResourceVersion {
+			t.Errorf("keep-3 updated: object data %v, oldObject data %v rv %s (want gap, 0, %s)", d.Object.Data, d.OldObject.Data, d.OldObject.ResourceVersion, keep[3].ResourceVersion)
+		}
+	}
+}
+
+func nameIndex(name string) int {
+	var i int
+	_, _ = fmt.Sscanf(name, "keep-%d", &i)
+	return i
+}
+
+// etcdPut stores obj as the apiserver would read it back: JSON is one of
+// the encodings its storage decoder recognises. The resourceVersion comes
+// from etcd's revision.
+func etcdPut(ctx context.Context, t *testing.T, env *testenv.Env, key string, obj *corev1.ConfigMap) {
+	t.Helper()
+	obj = obj.DeepCopy()
+	obj.APIVersion, obj.Kind = "v1", "ConfigMap"
+	obj.ResourceVersion = ""
+	obj.ManagedFields = nil
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Etcdctl(ctx, "put", key, string(raw)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newUID(t *testing.T) types.UID {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:]))
+}

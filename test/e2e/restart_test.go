@@ -1,0 +1,102 @@
+package e2e
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubebridge/kubebridge/internal/replay"
+	"github.com/kubebridge/kubebridge/internal/testenv"
+	"github.com/kubebridge/kubebridge/pkg/encode"
+)
+
+// TestRestartAfterSIGKILL kills the bridge while objects keep changing,
+// changes (and deletes) objects while it is down, and starts it again on
+// the same stream: once the new start-up snapshot is published the
+// replayed state is the apiserver's, deletes missed while down are swept,
+// and no resourceVersion goes back.
+func TestRestartAfterSIGKILL(t *testing.T) {
+	env := testenv.Get(t)
+	h := newHarness(t, env)
+	typ := h.cmType()
+	del := h.createCM(h.ns, "fixed-del", nil, map[string]string{"k": "1"})
+	upd := h.createCM(h.ns, "fixed-upd", nil, map[string]string{"k": "1"})
+	vars := map[string]string{"BRIDGE_RESOURCES": "configmaps"}
+
+	b1 := h.startBridge(vars)
+	c := startChurn(h.cs, h.ns, 40, 5*time.Millisecond, 2)
+	defer c.stop()
+	if !c.waitOps(50, time.Minute) {
+		t.Fatalf("churn stalled: %v, errors %v", c, c.stop())
+	}
+	b1.kill()
+	t.Logf("bridge-1 killed after churn: %v", c)
+
+	// While the bridge is down.
+	h.deleteCM(h.ns, "fixed-del")
+	upd = upd.DeepCopy()
+	upd.Data["k"] = "2"
+	upd = h.updateCM(upd)
+	added := h.createCM(h.ns, "fixed-new", nil, map[string]string{"k": "1"})
+	deletesBefore := c.deletes.Load()
+	if !c.waitOps(50, time.Minute) {
+		t.Fatalf("churn stalled: %v", c)
+	}
+	t.Logf("while down: %d churn deletes; churn so far: %v", c.deletes.Load()-deletesBefore, c)
+
+	b2 := h.startBridge(vars)
+	if !c.waitOps(50, time.Minute) {
+		t.Fatalf("churn stalled: %v", c)
+	}
+	if errs := c.stop(); len(errs) > 0 {
+		t.Fatalf("churn: %d errors, first: %v", len(errs), errs[0])
+	}
+	t.Logf("churn: %v", c)
+
+	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
+	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, func(s *replay.State) string {
+		if s.Snapshots[typ] < 2 {
+			return "the second bridge's start-up snapshot is not complete"
+		}
+		return ""
+	})
+	b2.stop()
+	checkNoRegressions(t, st)
+	checkSnapshots(t, msgs)
+	checkUniqueIDs(t, msgs)
+
+	begins := ofType(msgs, encode.TypeSnapshotBegin, typ+".")
+	if len(begins) != 2 {
+		t.Fatalf("%d snapshots, want 2 (one per start):\n%s", len(begins), describe(begins))
+	}
+	sid2 := begins[1].Ext(encode.ExtSnapshotID)
+	if sid2 == begins[0].Ext(encode.ExtSnapshotID) {
+		t.Errorf("both starts used snapshot id %s", sid2)
+	}
+
+	// The delete made while the bridge was down is repaired by the sweep.
+	delSubj := h.cmSubject(h.ns, "fixed-del")
+	if !slices.Contains(st.Swept, delSubj+" "+del.ResourceVersion) {
+		t.Errorf("%s (rv %s) was not swept by the second start-up snapshot; swept: %v", delSubj, del.ResourceVersion, st.Swept)
+	}
+	if got := ofType(onSubject(msgs, delSubj), encode.TypeDeleted, ""); len(got) > 0 {
+		t.Errorf("deleted event for %s although the bridge was down when it was deleted:\n%s", delSubj, describe(got))
+	}
+	// The update and the create made while it was down are snapshot items
+	// of the second start, not live events.
+	for _, x := range []struct{ name, uid, rv string }{{"fixed-upd", string(upd.UID), upd.ResourceVersion}, {"fixed-new", string(added.UID), added.ResourceVersion}} {
+		on := onSubject(msgs, h.cmSubject(h.ns, x.name))
+		wantID := x.uid + "/" + x.rv + "/snapshot.item/" + sid2
+		if !slices.ContainsFunc(on, func(m replay.Message) bool { return m.Event.ID() == wantID }) {
+			t.Errorf("no snapshot item %s:\n%s", wantID, describe(on))
+		}
+		for _, m := range on {
+			if typ := m.Event.Type(); (typ == encode.TypeAdded || typ == encode.TypeUpdated) && m.Ext(encode.ExtResourceVersion) == x.rv {
+				t.Errorf("seq %d: %s for %s at rv %s, a change made while the bridge was down", m.Seq, typ, x.name, x.rv)
+			}
+		}
+	}
+	t.Logf("%d messages, %d swept at the restart: %v", len(msgs), len(st.Swept), st.Swept)
+}
