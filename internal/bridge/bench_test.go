@@ -44,11 +44,12 @@ func benchPipeline(b *testing.B, storage string) {
 	}
 	sh := newShared(cfg.QueueSize, metrics.New())
 	q, cnt := sh.queue, &sh.counters
+	sh.maxPayload = func() int { return int(nc.MaxPayload()) }
 	soft, stop := context.WithCancel(ctx)
 	hard, cancelHard := context.WithCancel(ctx)
 	defer cancelHard()
 	var wg sync.WaitGroup
-	enc := &encode.Encoder{Subjects: subjects, MaxPayload: int(nc.MaxPayload())}
+	enc := &encode.Encoder{Subjects: subjects}
 	if _, _, err := startPublishing(soft, hard, &wg, cfg, js, enc, sh); err != nil {
 		b.Fatal(err)
 	}

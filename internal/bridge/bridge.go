@@ -150,10 +150,15 @@ type shared struct {
 	metrics  *metrics.Metrics
 	// progress is the Unix time in nanoseconds of the last acknowledgement.
 	progress atomic.Int64
+	// maxPayload is the current message size limit.
+	maxPayload func() int
+	// rejected is told about a type one of whose events JetStream refused.
+	rejected func(*informers.Resource)
 }
 
 func newShared(queueSize int, m *metrics.Metrics) *shared {
-	sh := &shared{queue: newQueue(queueSize), markers: newMarkerWaiter(), metrics: m}
+	sh := &shared{queue: newQueue(queueSize), markers: newMarkerWaiter(), metrics: m,
+		maxPayload: func() int { return 0 }, rejected: func(*informers.Resource) {}}
 	sh.progress.Store(time.Now().UnixNano())
 	sh.metrics.QueueGauges(sh.queue.Len, sh.queue.Cap)
 	return sh
@@ -185,11 +190,16 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	if err != nil {
 		return err
 	}
-	maxPayload := int(nc.MaxPayload())
-	if limit := int(info.Config.MaxMsgSize); limit > 0 && limit < maxPayload {
-		maxPayload = limit
+	streamLimit := int(info.Config.MaxMsgSize)
+	// Read per event: after a reconnect the server may allow less.
+	maxPayload := func() int {
+		n := int(nc.MaxPayload())
+		if streamLimit > 0 && (n <= 0 || streamLimit < n) {
+			n = streamLimit
+		}
+		return n
 	}
-	logger.Info("JetStream stream ready", "stream", info.Config.Name, "subjects", strings.Join(info.Config.Subjects, ","), "maxPayload", maxPayload)
+	logger.Info("JetStream stream ready", "stream", info.Config.Name, "subjects", strings.Join(info.Config.Subjects, ","), "maxPayload", maxPayload())
 
 	h := o.health
 	serveHTTP := h == nil
@@ -198,6 +208,7 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	}
 	h.conn.Store(nc)
 	sh := newShared(cfg.QueueSize, h.metrics)
+	sh.maxPayload = maxPayload
 	sh.metrics.NATSConnected(nc.IsConnected)
 	transform := informers.TransformOptions{StripManagedFields: cfg.StripManagedFields, StripLastApplied: cfg.StripLastApplied, RedactSecrets: cfg.RedactSecrets}.Transform()
 	var sources []*informers.Source
@@ -211,11 +222,18 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 			"labels", w.scope.LabelSelector, "fields", w.scope.FieldSelector, "typed", src.Typed, "subjects", subjects.TypeWildcard(w.resource))
 		sources = append(sources, src)
 	}
+	sh.rejected = func(r *informers.Resource) {
+		for _, src := range sources {
+			if src.Resource == r {
+				src.MarkDirty()
+			}
+		}
+	}
 
 	// hard ends publishing: at the shutdown deadline, not at the signal.
 	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHard()
-	encoder := &encode.Encoder{Subjects: subjects, MaxPayload: maxPayload}
+	encoder := &encode.Encoder{Subjects: subjects}
 	var wg sync.WaitGroup
 	pub, pubErr, err := startPublishing(ctx, hard, &wg, cfg, js, encoder, sh)
 	if err != nil {
@@ -336,7 +354,7 @@ func startPublishing(soft, hard context.Context, wg *sync.WaitGroup, cfg *config
 	}
 	p := &pipeline{queue: sh.queue, guard: newOrderGuard(), encoder: encoder, workers: workers,
 		out: make(chan sink.Envelope, cfg.PublishWindow), counters: &sh.counters, markers: sh.markers,
-		metrics: sh.metrics, progress: &sh.progress}
+		metrics: sh.metrics, progress: &sh.progress, maxPayload: sh.maxPayload, rejected: sh.rejected}
 	pubErr := make(chan error, 1)
 	wg.Add(2)
 	go func() { defer wg.Done(); p.run(soft, hard) }()

@@ -13,13 +13,10 @@ import (
 // remembers the last resourceVersion handed on per object and drops anything
 // older, so a consumer never sees an object go back in time.
 //
-// It also counts the items of each snapshot it hands on, so the end marker
-// carries the number of items a consumer will actually see.
-//
 // It is used by the sequencer goroutine only.
 type orderGuard struct {
 	last   map[*informers.Resource]map[objectKey]lastSeen
-	active map[*informers.Resource]*int
+	active map[*informers.Resource]bool
 }
 
 type objectKey struct{ namespace, name string }
@@ -32,21 +29,17 @@ type lastSeen struct {
 }
 
 func newOrderGuard() *orderGuard {
-	return &orderGuard{last: map[*informers.Resource]map[objectKey]lastSeen{}, active: map[*informers.Resource]*int{}}
+	return &orderGuard{last: map[*informers.Resource]map[objectKey]lastSeen{}, active: map[*informers.Resource]bool{}}
 }
 
 // admit reports whether c is to be published, updating what the guard
-// remembers. It may set c.SnapshotCount on an end marker.
+// remembers.
 func (g *orderGuard) admit(c *informers.Change) bool {
 	switch c.Verb {
 	case informers.SnapshotBegin:
-		n := 0
-		g.active[c.Resource] = &n
+		g.active[c.Resource] = true
 		return true
 	case informers.SnapshotEnd:
-		if n := g.active[c.Resource]; n != nil {
-			c.SnapshotCount = *n
-		}
 		delete(g.active, c.Resource)
 		for k, v := range g.last[c.Resource] {
 			if v.deleted {
@@ -75,7 +68,7 @@ func (g *orderGuard) admit(c *informers.Change) bool {
 			return false
 		}
 	}
-	snapshotting := g.active[c.Resource] != nil
+	snapshotting := g.active[c.Resource]
 	switch {
 	case c.Verb == informers.Deleted && snapshotting:
 		objs[key] = lastSeen{rv: rv, deleted: true}
@@ -83,9 +76,6 @@ func (g *orderGuard) admit(c *informers.Change) bool {
 		delete(objs, key)
 	default:
 		objs[key] = lastSeen{rv: rv}
-	}
-	if c.Verb == informers.SnapshotItem && snapshotting {
-		*g.active[c.Resource]++
 	}
 	return true
 }

@@ -93,9 +93,6 @@ func TestOrderGuardSnapshotTombstone(t *testing.T) {
 	if !g.admit(end) {
 		t.Fatal("end marker not admitted")
 	}
-	if end.SnapshotCount != 0 {
-		t.Errorf("SnapshotCount = %d, want 0: the only listed item was dropped", end.SnapshotCount)
-	}
 	if _, ok := g.last[guardCM][objectKey{"ns", "a"}]; ok {
 		t.Errorf("tombstone for ns/a kept after the snapshot ended: %+v", g.last[guardCM])
 	}
@@ -157,57 +154,6 @@ func TestOrderGuardDeleteOutsideSnapshotForgets(t *testing.T) {
 	runSteps(t, g, []step{
 		{guardChange(guardCM, informers.Added, "a", "12"), true},
 	})
-}
-
-func TestOrderGuardSnapshotCountIsAdmittedItems(t *testing.T) {
-	g := newOrderGuard()
-	runSteps(t, g, []step{
-		{guardChange(guardCM, informers.Added, "a", "50"), true},
-		{guardChange(guardCM, informers.Added, "b", "51"), true},
-		// An item outside any snapshot is not counted anywhere.
-		{guardChange(guardCM, informers.SnapshotItem, "z", "1"), true},
-		{guardMarker(guardCM, informers.SnapshotBegin, "s1", 0), true},
-		{guardChange(guardCM, informers.SnapshotItem, "a", "49"), false}, // older than handed on
-		{guardChange(guardCM, informers.SnapshotItem, "b", "51"), true},
-		{guardChange(guardCM, informers.SnapshotItem, "c", "52"), true},
-		// Changes that are not items do not count.
-		{guardChange(guardCM, informers.Added, "d", "53"), true},
-		{guardChange(guardCM, informers.Updated, "c", "54"), true},
-		// Items of another resource do not count towards this snapshot.
-		{guardChange(guardSec, informers.SnapshotItem, "x", "1"), true},
-	})
-	end := guardMarker(guardCM, informers.SnapshotEnd, "s1", 3) // three listed
-	if !g.admit(end) {
-		t.Fatal("end marker not admitted")
-	}
-	if end.SnapshotCount != 2 {
-		t.Errorf("SnapshotCount = %d, want 2 (items admitted, not items listed)", end.SnapshotCount)
-	}
-
-	// A new snapshot counts from zero.
-	runSteps(t, g, []step{
-		{guardMarker(guardCM, informers.SnapshotBegin, "s2", 0), true},
-		{guardChange(guardCM, informers.SnapshotItem, "c", "54"), true},
-	})
-	end = guardMarker(guardCM, informers.SnapshotEnd, "s2", 1)
-	g.admit(end)
-	if end.SnapshotCount != 1 {
-		t.Errorf("second snapshot SnapshotCount = %d, want 1", end.SnapshotCount)
-	}
-
-	// A begin marker restarts the count even if the previous snapshot of
-	// the type never ended (it was abandoned before its end marker).
-	runSteps(t, g, []step{
-		{guardMarker(guardCM, informers.SnapshotBegin, "s3", 0), true},
-		{guardChange(guardCM, informers.SnapshotItem, "e", "60"), true},
-		{guardMarker(guardCM, informers.SnapshotBegin, "s4", 0), true},
-		{guardChange(guardCM, informers.SnapshotItem, "f", "61"), true},
-	})
-	end = guardMarker(guardCM, informers.SnapshotEnd, "s4", 1)
-	g.admit(end)
-	if end.SnapshotCount != 1 {
-		t.Errorf("SnapshotCount after an abandoned snapshot = %d, want 1", end.SnapshotCount)
-	}
 }
 
 func TestOrderGuardAdmitsUnparseableResourceVersions(t *testing.T) {

@@ -3,6 +3,8 @@ package bridge
 import (
 	"context"
 	"errors"
+
+	"github.com/nats-io/nats.go"
 	"sync"
 	"sync/atomic"
 
@@ -41,6 +43,46 @@ type pipeline struct {
 	metrics  *metrics.Metrics
 	// progress is the Unix time in nanoseconds of the last acknowledgement.
 	progress *atomic.Int64
+	// maxPayload is the current limit on a message's size; it can change
+	// when the connection moves to another server.
+	maxPayload func() int
+	// rejected is told about a type whose event JetStream refused for good,
+	// so that it can be snapshotted again.
+	rejected func(*informers.Resource)
+	items    snapshotItems
+}
+
+// snapshotItems counts the items of each open snapshot that were stored,
+// so the end marker reports what a consumer will actually see.
+type snapshotItems struct {
+	mu     sync.Mutex
+	stored map[string]*atomic.Int64
+}
+
+func (s *snapshotItems) open(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stored == nil {
+		s.stored = map[string]*atomic.Int64{}
+	}
+	s.stored[id] = &atomic.Int64{}
+}
+
+func (s *snapshotItems) counter(id string) *atomic.Int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stored[id]
+}
+
+func (s *snapshotItems) close(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.stored[id]
+	delete(s.stored, id)
+	if n == nil {
+		return 0
+	}
+	return int(n.Load())
 }
 
 type job struct {
@@ -75,7 +117,7 @@ func (p *pipeline) run(soft, hard context.Context) {
 			case <-hard.Done():
 				return
 			}
-			if env.Msg == nil {
+			if env.Msg == nil && env.Build == nil {
 				continue
 			}
 			select {
@@ -92,6 +134,9 @@ func (p *pipeline) run(soft, hard context.Context) {
 			p.counters.superseded.Add(1)
 			p.metrics.EventsSuperseded.WithLabelValues(c.Resource.String()).Inc()
 			return true
+		}
+		if c.Verb == informers.SnapshotBegin {
+			p.items.open(c.SnapshotID)
 		}
 		slot := make(chan sink.Envelope, 1)
 		select {
@@ -136,37 +181,57 @@ func (p *pipeline) run(soft, hard context.Context) {
 
 func (p *pipeline) envelope(logger klog.Logger, c informers.Change) sink.Envelope {
 	resource := c.Resource.String()
-	enc, err := p.encoder.Encode(c)
-	if err != nil {
-		p.counters.encodeErrs.Add(1)
-		p.metrics.EncodeErrors.WithLabelValues(resource).Inc()
-		logger.Error(err, "Cannot encode change; it is not published", "resource", c.Resource.String(), "verb", c.Verb)
-		if c.Verb == informers.SnapshotEnd {
-			p.markers.done(c.SnapshotID, err)
-		}
-		return sink.Envelope{}
-	}
-	if enc.Truncated {
-		p.counters.truncated.Add(1)
-		p.metrics.OversizeObjects.WithLabelValues(resource).Inc()
-		logger.Info("Object exceeds the NATS max payload; published without its content (truncated=true)", "subject", enc.Msg.Subject, "id", enc.ID, "limit", p.encoder.MaxPayload)
-	}
-	env := sink.Envelope{Msg: enc.Msg, Barrier: c.Verb.IsMarker()}
 	verb, snapshotID := c.Verb, c.SnapshotID
 	published := p.metrics.EventsPublished.WithLabelValues(resource, string(verb))
-	env.Done = func(err error) {
+	var stored *atomic.Int64
+	if verb == informers.SnapshotItem {
+		stored = p.items.counter(snapshotID)
+	}
+	done := func(err error) {
 		if err == nil {
 			p.counters.acked.Add(1)
 			published.Inc()
 			p.progress.Store(time.Now().UnixNano())
+			if stored != nil {
+				stored.Add(1)
+			}
 		} else {
 			p.counters.unacked.Add(1)
+			if errors.Is(err, sink.ErrRejected) {
+				p.rejected(c.Resource)
+			}
 		}
 		if verb == informers.SnapshotEnd {
 			p.markers.done(snapshotID, err)
 		}
 	}
-	return env
+	if verb == informers.SnapshotEnd {
+		// Encoded when every item before it is settled, with their count.
+		return sink.Envelope{Barrier: true, Done: done, Build: func() (*nats.Msg, error) {
+			c.SnapshotCount = p.items.close(snapshotID)
+			enc, err := p.encoder.EncodeWithin(c, p.maxPayload())
+			if err != nil {
+				p.counters.encodeErrs.Add(1)
+				p.metrics.EncodeErrors.WithLabelValues(resource).Inc()
+				return nil, err
+			}
+			return enc.Msg, nil
+		}}
+	}
+	limit := p.maxPayload()
+	enc, err := p.encoder.EncodeWithin(c, limit)
+	if err != nil {
+		p.counters.encodeErrs.Add(1)
+		p.metrics.EncodeErrors.WithLabelValues(resource).Inc()
+		logger.Error(err, "Cannot encode change; it is not published", "resource", resource, "verb", verb)
+		return sink.Envelope{}
+	}
+	if enc.Truncated {
+		p.counters.truncated.Add(1)
+		p.metrics.OversizeObjects.WithLabelValues(resource).Inc()
+		logger.Info("Object exceeds the NATS max payload; published without its content (truncated=true)", "subject", enc.Msg.Subject, "id", enc.ID, "limit", limit)
+	}
+	return sink.Envelope{Msg: enc.Msg, Barrier: verb.IsMarker(), Done: done}
 }
 
 func finishEnvelope(env sink.Envelope, err error) {

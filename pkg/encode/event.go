@@ -101,8 +101,14 @@ func (e *Encoder) Event(c informers.Change) (event.Event, error) {
 	return ev, err
 }
 
-// Encode builds the NATS message for c.
+// Encode builds the NATS message for c within e.MaxPayload.
 func (e *Encoder) Encode(c informers.Change) (Encoded, error) {
+	return e.EncodeWithin(c, e.MaxPayload)
+}
+
+// EncodeWithin builds the NATS message for c within maxPayload bytes
+// (0: no limit), for callers whose limit changes, e.g. on reconnect.
+func (e *Encoder) EncodeWithin(c informers.Change, maxPayload int) (Encoded, error) {
 	ev, subject, err := e.event(c, false)
 	if err != nil {
 		return Encoded{}, err
@@ -111,7 +117,7 @@ func (e *Encoder) Encode(c informers.Change) (Encoded, error) {
 	if err != nil {
 		return Encoded{}, err
 	}
-	if e.MaxPayload <= 0 || wireSize(msg) <= e.MaxPayload || c.Verb.IsMarker() {
+	if maxPayload <= 0 || wireSize(msg) <= maxPayload || c.Verb.IsMarker() {
 		return Encoded{Msg: msg, ID: ev.ID()}, nil
 	}
 	ev, subject, err = e.event(c, true)
@@ -121,8 +127,8 @@ func (e *Encoder) Encode(c informers.Change) (Encoded, error) {
 	if msg, err = e.toMsg(&ev, subject); err != nil {
 		return Encoded{}, err
 	}
-	if wireSize(msg) > e.MaxPayload {
-		return Encoded{}, fmt.Errorf("%w: %s (%d bytes, limit %d)", ErrTooLarge, subject, wireSize(msg), e.MaxPayload)
+	if wireSize(msg) > maxPayload {
+		return Encoded{}, fmt.Errorf("%w: %s (%d bytes, limit %d)", ErrTooLarge, subject, wireSize(msg), maxPayload)
 	}
 	return Encoded{Msg: msg, ID: ev.ID(), Truncated: true}, nil
 }

@@ -265,5 +265,9 @@ func resourceVersion(o runtime.Object) string {
 	return m.GetResourceVersion()
 }
 
+// MarkDirty records that the type owes consumers a snapshot, e.g. because
+// a published change was rejected.
+func (s *Source) MarkDirty() { s.dirty.Store(true) }
+
 // Dirty reports whether a change was dropped since the last TakeDirty.
 func (s *Source) Dirty() bool { return s.dirty.Load() }

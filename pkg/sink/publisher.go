@@ -36,6 +36,10 @@ type Envelope struct {
 	// Barrier makes the message wait until everything sent before it is
 	// acknowledged, and holds everything after it until it is.
 	Barrier bool
+	// Build, if set on a barrier without Msg, makes the message when every
+	// earlier one is settled, so it can report on them (a snapshot end
+	// marker counts the items actually stored).
+	Build func() (*nats.Msg, error)
 	// Done, if set, is called once: with nil when the message is stored
 	// (or was already, as a duplicate), or with the error it was given up for.
 	Done func(error)
@@ -149,8 +153,14 @@ func (p *Publisher) dispatch(ctx context.Context, wg *sync.WaitGroup, env Envelo
 			p.release(held)
 			return err
 		}
+		defer p.release(held)
+		if env.Msg == nil && env.Build != nil {
+			if env.Msg, err = env.Build(); err != nil {
+				finish(env, err)
+				return nil
+			}
+		}
 		p.publish(ctx, env)
-		p.release(held)
 		return nil
 	}
 	subject := env.Msg.Subject

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -213,18 +212,7 @@ func TestOversizeObject(t *testing.T) {
 // a cluster member with a lower limit). Objects larger than the new limit
 // must still be published truncated, as the README promises for objects
 // larger than the max payload, and snapshots must stay consistent.
-//
-// It fails today: the bridge reads the max payload once at start-up
-// (internal/bridge/bridge.go, maxPayload := nc.MaxPayload() before
-// encode.Encoder is built), so the large object is published whole, the
-// server rejects it ("maximum payload exceeded"), and the publisher drops
-// it as a permanent error: the change is lost from the stream, and every
-// later snapshot loses the object again while its end marker still counts
-// it. Run it with KUBEBRIDGE_E2E_KNOWN_BUGS=1.
 func TestMaxPayloadShrinksWhileRunning(t *testing.T) {
-	if os.Getenv("KUBEBRIDGE_E2E_KNOWN_BUGS") != "1" {
-		t.Skip("known bug: the bridge keeps the max payload it saw at start-up (see the comment; KUBEBRIDGE_E2E_KNOWN_BUGS=1 runs it)")
-	}
 	env := testenv.Get(t)
 	h := newHarness(t, env)
 	orig := h.nc.MaxPayload()
