@@ -1,0 +1,858 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/testenv"
+	"github.com/kubebridge/kubebridge/pkg/informers"
+)
+
+// deployKustomizations are the kustomizations under deploy/kustomize that
+// TestDeployOverlays applies. A kustomization found on disk but missing
+// here fails the test: add it, with what it must grant.
+var deployKustomizations = []deployCase{
+	{dir: "base", namespace: "kubebridge", clusterWide: true},
+	{dir: "overlays/namespaced", namespace: "apps"},
+	{dir: "overlays/with-nats", namespace: "kubebridge", clusterWide: true},
+	{dir: "overlays/example-crd", namespace: "kubebridge", clusterWide: true, widgetCRD: true},
+}
+
+// deployCase is one kustomization and what it must grant.
+type deployCase struct {
+	dir       string // relative to deploy/kustomize
+	namespace string // the namespace it renders into
+	// clusterWide: the bridge watches every namespace, through a
+	// ClusterRoleBinding. Else it watches its own namespace only, granted by
+	// a RoleBinding there, and may list and watch nothing elsewhere.
+	clusterWide bool
+	widgetCRD   bool // watches widgets.example.com, which it does not ship
+}
+
+const (
+	deployFieldManager = "kubebridge-e2e"
+	deployBridgeImage  = "ghcr.io/kubebridge/kubebridge"
+	// How long a new binding may take to reach the apiserver's RBAC
+	// authorizer (it reads roles and bindings from informers).
+	deployRBACTimeout = 30 * time.Second
+)
+
+// deploySeq numbers the namespaces of TestDeployOverlays within one test
+// binary, also across -count=N.
+var deploySeq atomic.Int64
+
+// TestDeployOverlays renders every kustomization of deploy/kustomize with
+// kustomize's krusty (as `kubectl apply -k` does), applies the output to
+// the test apiserver with server-side apply, and then asks the apiserver,
+// with SubjectAccessReviews for the bridge's ServiceAccount, whether the
+// RBAC it ships lets the bridge list and watch every type in
+// BRIDGE_RESOURCES, where it watches them, and nothing more: no Secrets it
+// does not watch, no writes, no escalation.
+//
+// The kustomizations share one apiserver, so each one's objects move to a
+// namespace of their own (deploy-<n>-<random>) and its cluster-scoped
+// objects get that name as a suffix; the references between them (role
+// refs, ServiceAccount subjects) move along. Everything else is applied as
+// rendered. Objects whose creation needs controllers (Deployments,
+// StatefulSets) are applied with dryRun=All: the apiserver validates and
+// admits them (including Pod Security warnings, which fail the test) but
+// does not store them.
+func TestDeployOverlays(t *testing.T) {
+	env := testenv.Get(t)
+	start := time.Now()
+	root := deployModuleRoot(t)
+	kdir := filepath.Join(root, "deploy", "kustomize")
+	deployCheckTable(t, kdir)
+
+	rc := env.RESTConfig()
+	rc.QPS, rc.Burst = 500, 1000
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Positive controls: a "denied" answer means something only if the same
+	// question is answered "allowed" for someone who holds the permission.
+	// The admin (system:masters) may create Secrets, and so may a
+	// ServiceAccount bound to cluster-admin, asked about with exactly the
+	// identity shape used for the bridge's ServiceAccount.
+	if res := deploySAR(t, cs, testenv.AdminUser, []string{"system:masters", "system:authenticated"},
+		authorizationv1.ResourceAttributes{Namespace: "default", Verb: "create", Resource: "secrets"}); !res.Allowed {
+		t.Fatalf("control: admin (system:masters) may not create secrets (reason %q, error %q): the SubjectAccessReviews cannot be trusted", res.Reason, res.EvaluationError)
+	}
+	control := deployControlAccount(t, cs)
+
+	for _, k := range deployKustomizations {
+		t.Run(k.dir, func(t *testing.T) {
+			deployKustomization(t, rc, cs, dyn, kdir, k, control)
+		})
+	}
+	t.Logf("%d kustomizations in %v", len(deployKustomizations), time.Since(start).Round(time.Millisecond))
+}
+
+// deployKustomization is one subtest of TestDeployOverlays.
+func deployKustomization(t *testing.T, rc *rest.Config, cs kubernetes.Interface, dyn dynamic.Interface, kdir string, k deployCase, control deployIdentity) {
+	start := time.Now()
+	dir := filepath.Join(kdir, filepath.FromSlash(k.dir))
+	renderedNS, clusterWide := k.namespace, k.clusterWide
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	// 1. Render.
+	objs := deployRender(t, dir)
+	t.Logf("rendered %d objects in %v", len(objs), time.Since(start).Round(time.Millisecond))
+
+	if k.widgetCRD {
+		// ensureWidgetCRD only needs the harness's test and clients.
+		(&harness{t: t, cs: cs, dyn: dyn}).ensureWidgetCRD()
+	}
+	// After the CRD: the mapper discovers lazily, once.
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery()))
+
+	// 2. Move everything to a namespace and names of this run's own.
+	id := fmt.Sprintf("deploy-%d-%s", deploySeq.Add(1), utilrand.String(5))
+	ns := id
+	mappings := deployRewrite(t, mapper, objs, renderedNS, ns, "-"+id)
+	t.Logf("namespace %s (rendered: %s), cluster-scoped names suffixed -%s", ns, renderedNS, id)
+
+	// Cleanup: every stored object is deleted (Services hold cluster IPs of
+	// a small range), then the namespace, which without a controller-manager
+	// stays Terminating.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for i := len(objs) - 1; i >= 0; i-- {
+			o, m := objs[i], mappings[i]
+			if deployDryRun(o.GetKind()) || (o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "") {
+				continue
+			}
+			var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+			if m.Scope.Name() == apimeta.RESTScopeNameNamespace {
+				ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+			}
+			if err := ri.Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Logf("cleanup: delete %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+		}
+		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Logf("cleanup: delete namespace %s: %v", ns, err)
+		}
+	})
+
+	// The namespaced overlay deploys into an existing namespace; create it
+	// as the base creates its own (Pod Security "restricted"), so the bridge
+	// pod template is held to the same standard there.
+	if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Namespace" && o.GetName() == ns }) {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+			"pod-security.kubernetes.io/enforce": "restricted",
+			"pod-security.kubernetes.io/warn":    "restricted",
+		}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create namespace %s (the kustomization expects it to exist): %v", ns, err)
+		}
+	}
+
+	// 3. Apply, in dependency order.
+	applyStart := time.Now()
+	deployApply(ctx, t, rc, objs, mappings)
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("applied %d objects in %v", len(objs), time.Since(applyStart).Round(time.Millisecond))
+
+	// 4. What the bridge is configured to watch, and as whom it runs.
+	bridge, cfg := deployBridgeConfig(t, objs, ns)
+	if clusterWide != (len(cfg.Namespaces) == 0) {
+		t.Fatalf("BRIDGE_NAMESPACES=%q, but this kustomization is expected to watch %s", strings.Join(cfg.Namespaces, ","),
+			map[bool]string{true: "all namespaces", false: "its own namespace only"}[clusterWide])
+	}
+	if !clusterWide && !slices.Equal(cfg.Namespaces, []string{ns}) {
+		t.Fatalf("BRIDGE_NAMESPACES=%q, want the bridge's own namespace %s", strings.Join(cfg.Namespaces, ","), ns)
+	}
+
+	resolver := informers.NewResolver(memory.NewMemCacheClient(cs.Discovery()))
+	type watched struct {
+		name       string
+		gr         schema.GroupResource
+		namespaced bool
+		namespaces []string // "" is every namespace
+	}
+	var configured []watched
+	for _, spec := range cfg.Resources {
+		r, err := resolver.Resolve(ctx, spec.Name)
+		if err != nil {
+			t.Errorf("BRIDGE_RESOURCES %q: %v", spec.Name, err)
+			continue
+		}
+		w := watched{name: spec.Name, gr: r.GVR.GroupResource(), namespaced: r.Namespaced, namespaces: spec.Namespaces}
+		if len(w.namespaces) == 0 {
+			w.namespaces = cfg.Namespaces
+		}
+		// A namespace written literally moves with the objects.
+		for i, n := range w.namespaces {
+			if n == renderedNS {
+				w.namespaces[i] = ns
+			}
+		}
+		if len(w.namespaces) == 0 || !r.Namespaced {
+			w.namespaces = []string{""}
+		}
+		configured = append(configured, w)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// 5. The questions, and the answers the RBAC must give.
+	var rows []deployRow
+	allow := func(why, ns, verb string, gr schema.GroupResource) {
+		rows = append(rows, deployRow{attrs: authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: gr.Group, Resource: gr.Resource}, allowed: true, why: why})
+	}
+	deny := func(why string, attrs authorizationv1.ResourceAttributes) {
+		rows = append(rows, deployRow{attrs: attrs, why: why})
+	}
+	const otherNS = "default" // a namespace the bridge has no business in
+	for _, w := range configured {
+		watchedIn := func(n string) bool { return slices.Contains(w.namespaces, "") || slices.Contains(w.namespaces, n) }
+		for _, verb := range []string{"list", "watch"} {
+			for _, n := range w.namespaces {
+				allow("BRIDGE_RESOURCES has "+w.name, n, verb, w.gr)
+			}
+			if !w.namespaced {
+				continue
+			}
+			// Watched cluster-wide: so in any one namespace as well.
+			for _, n := range []string{ns, otherNS} {
+				if watchedIn(n) && !slices.Contains(w.namespaces, n) {
+					allow("BRIDGE_RESOURCES has "+w.name+" in every namespace", n, verb, w.gr)
+				}
+			}
+			// Watched in some namespaces: nowhere else.
+			if !watchedIn("") {
+				deny(w.name+" is watched in "+strings.Join(w.namespaces, ",")+" only", authorizationv1.ResourceAttributes{Verb: verb, Group: w.gr.Group, Resource: w.gr.Resource})
+				for _, n := range []string{otherNS, "kube-system", ns + "-other"} {
+					if !watchedIn(n) {
+						deny(w.name+" is watched in "+strings.Join(w.namespaces, ",")+" only", authorizationv1.ResourceAttributes{Namespace: n, Verb: verb, Group: w.gr.Group, Resource: w.gr.Resource})
+					}
+				}
+			}
+		}
+	}
+	secrets := schema.GroupResource{Resource: "secrets"}
+	if !slices.ContainsFunc(configured, func(w watched) bool { return w.gr == secrets }) {
+		for _, n := range []string{ns, "", otherNS} {
+			for _, verb := range []string{"get", "list", "watch"} {
+				deny("BRIDGE_RESOURCES does not have secrets", authorizationv1.ResourceAttributes{Namespace: n, Verb: verb, Resource: "secrets"})
+			}
+		}
+		// Not even its own NATS credentials: the kubelet mounts them.
+		deny("the NATS credentials are mounted, not read", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "secrets", Name: "kubebridge-nats"})
+	}
+	// No writes: to the watched types, nor to ConfigMaps and Secrets.
+	writable := []watched{{gr: schema.GroupResource{Resource: "configmaps"}, namespaced: true}, {gr: secrets, namespaced: true}}
+	for _, w := range configured {
+		if !slices.ContainsFunc(writable, func(x watched) bool { return x.gr == w.gr }) {
+			writable = append(writable, w)
+		}
+	}
+	for _, x := range writable {
+		nss := []string{""}
+		if x.namespaced {
+			nss = []string{ns, ""}
+		}
+		for _, n := range nss {
+			for _, verb := range []string{"create", "update", "patch", "delete", "deletecollection", "*"} {
+				deny("the bridge writes nothing", authorizationv1.ResourceAttributes{Namespace: n, Verb: verb, Group: x.gr.Group, Resource: x.gr.Resource})
+			}
+		}
+	}
+	rbacGroup := rbacv1.GroupName
+	for _, n := range []string{ns, ""} {
+		// No escalation through RBAC.
+		for _, res := range []string{"roles", "clusterroles"} {
+			if res == "clusterroles" && n != "" {
+				continue
+			}
+			for _, verb := range []string{"escalate", "bind", "create", "update", "patch"} {
+				deny("no escalation", authorizationv1.ResourceAttributes{Namespace: n, Verb: verb, Group: rbacGroup, Resource: res})
+			}
+		}
+		for _, res := range []string{"rolebindings", "clusterrolebindings"} {
+			if res == "clusterrolebindings" && n != "" {
+				continue
+			}
+			for _, verb := range []string{"create", "update", "patch"} {
+				deny("no escalation", authorizationv1.ResourceAttributes{Namespace: n, Verb: verb, Group: rbacGroup, Resource: res})
+			}
+		}
+		// No impersonation, no tokens of other accounts (nor its own).
+		deny("no impersonation", authorizationv1.ResourceAttributes{Namespace: n, Verb: "impersonate", Resource: "serviceaccounts"})
+		deny("no tokens", authorizationv1.ResourceAttributes{Namespace: n, Verb: "create", Resource: "serviceaccounts", Subresource: "token"})
+		// Nor anything else: pods (and so any ServiceAccount's token), exec,
+		// leases (there is no leader election yet), or a wildcard.
+		deny("no pods", authorizationv1.ResourceAttributes{Namespace: n, Verb: "create", Resource: "pods"})
+		deny("no exec", authorizationv1.ResourceAttributes{Namespace: n, Verb: "create", Resource: "pods", Subresource: "exec"})
+		deny("no leader election yet", authorizationv1.ResourceAttributes{Namespace: n, Verb: "create", Group: "coordination.k8s.io", Resource: "leases"})
+		deny("no wildcards", authorizationv1.ResourceAttributes{Namespace: n, Verb: "*", Group: "*", Resource: "*"})
+		deny("no wildcards", authorizationv1.ResourceAttributes{Namespace: n, Verb: "list", Group: "*", Resource: "*"})
+	}
+	deny("no impersonation", authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "users"})
+	deny("no impersonation", authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "groups"})
+	deny("no impersonation", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "impersonate", Resource: "serviceaccounts", Name: "default"})
+	deny("no tokens", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "serviceaccounts", Subresource: "token", Name: bridge.Name})
+	deny("no namespaces", authorizationv1.ResourceAttributes{Verb: "create", Resource: "namespaces"})
+	deny("no namespaces", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "namespaces", Name: ns})
+
+	// 6. Ask. RBAC reaches the authorizer through informers: wait until
+	// every allowed row is allowed before trusting any "denied".
+	sarStart := time.Now()
+	deployWaitAllowed(t, cs, bridge, rows)
+	var nAllowed, nDenied int
+	for _, r := range rows {
+		res := deploySAR(t, cs, bridge.User, bridge.Groups, r.attrs)
+		if res.Allowed != r.allowed {
+			t.Errorf("%s: allowed=%v, want %v (%s); reason %q%s", r.describe(bridge.User), res.Allowed, r.allowed, r.why, res.Reason, deployEvalErr(res))
+		}
+		if r.allowed {
+			nAllowed++
+			continue
+		}
+		nDenied++
+		// The control account holds every permission: each denied row must
+		// be grantable, or the row proves nothing.
+		if c := deploySAR(t, cs, control.User, control.Groups, r.attrs); !c.Allowed {
+			t.Errorf("control: %s: allowed=false for a cluster-admin (reason %q%s): the question is malformed", r.describe(control.User), c.Reason, deployEvalErr(c))
+		}
+	}
+	t.Logf("%s: %d allowed and %d denied SubjectAccessReviews as expected (%d configured types, watched in %s) in %v; %s in total",
+		bridge.User, nAllowed, nDenied, len(configured), deployWhere(cfg.Namespaces), time.Since(sarStart).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}
+
+// deployRow is one SubjectAccessReview and the answer it must get.
+type deployRow struct {
+	attrs   authorizationv1.ResourceAttributes
+	allowed bool
+	why     string
+}
+
+func (r deployRow) describe(user string) string {
+	res := r.attrs.Resource
+	if r.attrs.Subresource != "" {
+		res += "/" + r.attrs.Subresource
+	}
+	if r.attrs.Group != "" {
+		res += "." + r.attrs.Group
+	}
+	if r.attrs.Name != "" {
+		res += " " + r.attrs.Name
+	}
+	where := "cluster-wide"
+	if r.attrs.Namespace != "" {
+		where = "in namespace " + r.attrs.Namespace
+	}
+	return fmt.Sprintf("%s: %s %s %s", user, r.attrs.Verb, res, where)
+}
+
+func deployWhere(namespaces []string) string {
+	if len(namespaces) == 0 {
+		return "all namespaces"
+	}
+	return strings.Join(namespaces, ",")
+}
+
+func deployEvalErr(res authorizationv1.SubjectAccessReviewStatus) string {
+	if res.EvaluationError == "" {
+		return ""
+	}
+	return fmt.Sprintf(", evaluation error %q", res.EvaluationError)
+}
+
+// deployIdentity is a user as the apiserver authenticates it.
+type deployIdentity struct {
+	Name   string // the ServiceAccount's name
+	User   string
+	Groups []string
+}
+
+// deployServiceAccount is how the apiserver authenticates ServiceAccount
+// ns/name.
+func deployServiceAccount(ns, name string) deployIdentity {
+	return deployIdentity{
+		Name:   name,
+		User:   "system:serviceaccount:" + ns + ":" + name,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+	}
+}
+
+// deploySAR asks whether user may do attrs.
+func deploySAR(t *testing.T, cs kubernetes.Interface, user string, groups []string, attrs authorizationv1.ResourceAttributes) authorizationv1.SubjectAccessReviewStatus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user, Groups: groups, ResourceAttributes: &attrs,
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("SubjectAccessReview for %s %+v: %v", user, attrs, err)
+	}
+	return sar.Status
+}
+
+// deployWaitAllowed polls until every row that must be allowed is, for at
+// most deployRBACTimeout; the rows that stay denied then fail in the
+// caller's loop.
+func deployWaitAllowed(t *testing.T, cs kubernetes.Interface, who deployIdentity, rows []deployRow) {
+	t.Helper()
+	deadline := time.Now().Add(deployRBACTimeout)
+	for {
+		pending := 0
+		for _, r := range rows {
+			if r.allowed && !deploySAR(t, cs, who.User, who.Groups, r.attrs).Allowed {
+				pending++
+			}
+		}
+		if pending == 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// deployControlAccount creates a ServiceAccount bound to cluster-admin in a
+// namespace of its own and waits until the authorizer knows the binding.
+func deployControlAccount(t *testing.T, cs kubernetes.Interface) deployIdentity {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ns := fmt.Sprintf("deploy-control-%s", utilrand.String(5))
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("control: create namespace: %v", err)
+	}
+	crb := "kubebridge-e2e-control-" + ns
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cs.RbacV1().ClusterRoleBindings().Delete(ctx, crb, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Logf("cleanup: delete ClusterRoleBinding %s: %v", crb, err)
+		}
+		_ = cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	})
+	id := deployServiceAccount(ns, "control")
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: id.Name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("control: create ServiceAccount: %v", err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: crb},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: id.Name, Namespace: ns}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("control: create ClusterRoleBinding: %v", err)
+	}
+	probe := authorizationv1.ResourceAttributes{Namespace: "default", Verb: "create", Resource: "secrets"}
+	for deadline := time.Now().Add(deployRBACTimeout); ; time.Sleep(200 * time.Millisecond) {
+		res := deploySAR(t, cs, id.User, id.Groups, probe)
+		if res.Allowed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("control: %s, bound to cluster-admin, may not create secrets after %v (reason %q%s)", id.User, deployRBACTimeout, res.Reason, deployEvalErr(res))
+		}
+	}
+	t.Logf("control: %s (cluster-admin) may create secrets: denied answers below are meaningful", id.User)
+	return id
+}
+
+// deployModuleRoot is the directory of the go.mod above the test's working
+// directory.
+func deployModuleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+var deployComponentRE = regexp.MustCompile(`(?m)^kind:\s*Component\s*$`)
+
+// deployCheckTable fails for every kustomization on disk that
+// deployKustomizations does not list, and for every listed one not on disk.
+func deployCheckTable(t *testing.T, kdir string) {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(kdir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != kdir && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		switch d.Name() {
+		case "kustomization.yaml", "kustomization.yml", "Kustomization":
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if !deployComponentRE.Match(data) {
+				rel, err := filepath.Rel(kdir, filepath.Dir(path))
+				if err != nil {
+					return err
+				}
+				found = append(found, filepath.ToSlash(rel))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		if !slices.ContainsFunc(deployKustomizations, func(k deployCase) bool { return k.dir == f }) {
+			t.Errorf("deploy/kustomize/%s is not in deployKustomizations: add it, with its namespace and RBAC scope", f)
+		}
+	}
+	for _, k := range deployKustomizations {
+		if !slices.Contains(found, k.dir) {
+			t.Errorf("deployKustomizations has %s, which is not a kustomization under deploy/kustomize", k.dir)
+		}
+	}
+}
+
+// deployRender builds dir with krusty and returns its objects.
+func deployRender(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, res := range resMap.Resources() {
+		data, err := res.MarshalJSON()
+		if err != nil {
+			t.Fatalf("%s: %v", res.CurId(), err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			t.Fatalf("%s: %v", res.CurId(), err)
+		}
+		objs = append(objs, u)
+	}
+	if len(objs) == 0 {
+		t.Fatalf("kustomize build %s: no objects", dir)
+	}
+	return objs
+}
+
+// deployRewrite moves objs to namespace ns: namespaced objects and the
+// Namespace object (all of which must be in renderedNS), and subjects of
+// bindings in renderedNS. Other cluster-scoped objects get suffix, and role
+// refs to renamed ClusterRoles follow. It returns each object's mapping.
+func deployRewrite(t *testing.T, mapper apimeta.RESTMapper, objs []*unstructured.Unstructured, renderedNS, ns, suffix string) []*apimeta.RESTMapping {
+	t.Helper()
+	mappings := make([]*apimeta.RESTMapping, len(objs))
+	renamed := map[string]string{} // ClusterRole name → new name
+	for i, o := range objs {
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatalf("%s %s: the apiserver does not serve it: %v", gvk, o.GetName(), err)
+		}
+		mappings[i] = m
+		switch {
+		case m.Scope.Name() == apimeta.RESTScopeNameNamespace:
+			if o.GetNamespace() != renderedNS {
+				t.Errorf("%s %s/%s: rendered into namespace %q, want %q", gvk.Kind, o.GetNamespace(), o.GetName(), o.GetNamespace(), renderedNS)
+			}
+			o.SetNamespace(ns)
+		case gvk.Kind == "Namespace" && gvk.Group == "":
+			if o.GetName() != renderedNS {
+				t.Errorf("Namespace %s: want only the kustomization's own namespace %s", o.GetName(), renderedNS)
+			}
+			o.SetName(ns)
+		default:
+			if gvk.Kind == "ClusterRole" && gvk.Group == rbacv1.GroupName {
+				renamed[o.GetName()] = o.GetName() + suffix
+			}
+			o.SetName(o.GetName() + suffix)
+		}
+	}
+	for _, o := range objs {
+		if o.GroupVersionKind().Group != rbacv1.GroupName || (o.GetKind() != "ClusterRoleBinding" && o.GetKind() != "RoleBinding") {
+			continue
+		}
+		if kind, _, _ := unstructured.NestedString(o.Object, "roleRef", "kind"); kind == "ClusterRole" {
+			name, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
+			if n, ok := renamed[name]; ok {
+				if err := unstructured.SetNestedField(o.Object, n, "roleRef", "name"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		subjects, _, err := unstructured.NestedSlice(o.Object, "subjects")
+		if err != nil {
+			t.Fatalf("%s %s: subjects: %v", o.GetKind(), o.GetName(), err)
+		}
+		for _, s := range subjects {
+			if s, ok := s.(map[string]any); ok && s["kind"] == rbacv1.ServiceAccountKind && s["namespace"] == renderedNS {
+				s["namespace"] = ns
+			}
+		}
+		if subjects != nil {
+			if err := unstructured.SetNestedSlice(o.Object, subjects, "subjects"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	return mappings
+}
+
+// deployDryRun: kinds that only controllers make anything of; they are
+// applied with dryRun=All.
+func deployDryRun(kind string) bool {
+	switch kind {
+	case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod", "ReplicationController":
+		return true
+	}
+	return false
+}
+
+// deployOrder is the order of applying: what others refer to first.
+func deployOrder(kind string) int {
+	switch kind {
+	case "Namespace":
+		return 0
+	case "CustomResourceDefinition":
+		return 1
+	case "ServiceAccount":
+		return 2
+	case "ClusterRole", "Role":
+		return 3
+	case "ClusterRoleBinding", "RoleBinding":
+		return 4
+	case "ConfigMap", "Secret":
+		return 5
+	case "Service":
+		return 6
+	}
+	if deployDryRun(kind) {
+		return 8
+	}
+	return 7
+}
+
+// deployWarnings collects the apiserver's warnings (e.g. Pod Security).
+type deployWarnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (w *deployWarnings) HandleWarningHeader(code int, agent, text string) {
+	if code != 299 || text == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = append(w.list, text)
+}
+
+func (w *deployWarnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.list
+	w.list = nil
+	return out
+}
+
+// deployApply applies objs with server-side apply, as the admin; see
+// deployDryRun. Every apply must succeed without warnings.
+func deployApply(ctx context.Context, t *testing.T, rc *rest.Config, objs []*unstructured.Unstructured, mappings []*apimeta.RESTMapping) {
+	t.Helper()
+	warnings := &deployWarnings{}
+	rc = rest.CopyConfig(rc)
+	rc.WarningHandler = warnings
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := make([]int, len(objs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return deployOrder(objs[order[a]].GetKind()) < deployOrder(objs[order[b]].GetKind())
+	})
+	force := true
+	for _, i := range order {
+		o, m := objs[i], mappings[i]
+		what := o.GetKind() + " " + o.GetName()
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == apimeta.RESTScopeNameNamespace {
+			what = o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+		}
+		data, err := o.MarshalJSON()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		opts := metav1.PatchOptions{FieldManager: deployFieldManager, Force: &force}
+		mode := "applied"
+		if deployDryRun(o.GetKind()) {
+			opts.DryRun = []string{metav1.DryRunAll}
+			mode = "applied (dryRun=All)"
+		}
+		warnings.take()
+		got, err := ri.Patch(ctx, o.GetName(), types.ApplyPatchType, data, opts)
+		if err != nil {
+			t.Errorf("%s: server-side apply: %v", what, err)
+			continue
+		}
+		for _, w := range warnings.take() {
+			t.Errorf("%s: the apiserver warns: %s", what, w)
+		}
+		if got.GetUID() == "" || got.GetName() != o.GetName() {
+			t.Errorf("%s: apply returned %s %q (uid %q)", what, got.GetKind(), got.GetName(), got.GetUID())
+		}
+		switch {
+		case deployDryRun(o.GetKind()):
+			// Validated and admitted, but not stored.
+			if _, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("%s: after a dry-run apply, get returns %v, want NotFound", what, err)
+			}
+		case o.GetKind() == "Service" && o.GroupVersionKind().Group == "":
+			ip, _, _ := unstructured.NestedString(got.Object, "spec", "clusterIP")
+			want, _, _ := unstructured.NestedString(o.Object, "spec", "clusterIP")
+			if ip == "" || (want != "" && ip != want) {
+				t.Errorf("%s: spec.clusterIP %q after apply (rendered %q)", what, ip, want)
+			}
+			what += " (clusterIP " + ip + ")"
+		}
+		t.Logf("%s %s", mode, what)
+	}
+}
+
+// deployBridgeConfig finds the bridge's Deployment in objs and loads its
+// settings the way the bridge would in its pod (envFrom ConfigMaps, then
+// env; the namespace field ref is ns). It returns its ServiceAccount.
+func deployBridgeConfig(t *testing.T, objs []*unstructured.Unstructured, ns string) (deployIdentity, *config.Config) {
+	t.Helper()
+	var bridges []*appsv1.Deployment
+	var containers []corev1.Container
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" || o.GroupVersionKind().Group != "apps" {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
+			t.Fatalf("Deployment %s: %v", o.GetName(), err)
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if c.Image == deployBridgeImage || strings.HasPrefix(c.Image, deployBridgeImage+":") || strings.HasPrefix(c.Image, deployBridgeImage+"@") {
+				bridges = append(bridges, d)
+				containers = append(containers, c)
+			}
+		}
+	}
+	if len(bridges) != 1 {
+		t.Fatalf("%d bridge containers (image %s) in the output, want 1", len(bridges), deployBridgeImage)
+	}
+	d, c := bridges[0], containers[0]
+	configMaps := map[string]map[string]string{}
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" && o.GroupVersionKind().Group == "" && o.GetNamespace() == d.Namespace {
+			data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+			configMaps[o.GetName()] = data
+		}
+	}
+	env := map[string]string{}
+	for _, from := range c.EnvFrom {
+		if from.ConfigMapRef == nil {
+			continue
+		}
+		data, ok := configMaps[from.ConfigMapRef.Name]
+		if !ok {
+			if from.ConfigMapRef.Optional == nil || !*from.ConfigMapRef.Optional {
+				t.Fatalf("the bridge's envFrom ConfigMap %s is not in the output", from.ConfigMapRef.Name)
+			}
+			continue
+		}
+		for k, v := range data {
+			env[from.Prefix+k] = v
+		}
+	}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = e.Value
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			env[e.Name] = ns
+		}
+	}
+	if env["BRIDGE_RESOURCES"] == "" {
+		t.Fatalf("the bridge has no BRIDGE_RESOURCES")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg, err := config.Load(ctx, envconfig.MapLookuper(env))
+	if err != nil {
+		t.Fatalf("the bridge's settings do not load: %v", err)
+	}
+	sa := d.Spec.Template.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool {
+		return o.GetKind() == "ServiceAccount" && o.GetNamespace() == d.Namespace && o.GetName() == sa
+	}) {
+		t.Errorf("the bridge runs as ServiceAccount %s/%s, which is not in the output", d.Namespace, sa)
+	}
+	t.Logf("the bridge runs as ServiceAccount %s/%s: BRIDGE_RESOURCES=%q, BRIDGE_NAMESPACES=%q", d.Namespace, sa, env["BRIDGE_RESOURCES"], env["BRIDGE_NAMESPACES"])
+	return deployServiceAccount(d.Namespace, sa), cfg
+}
