@@ -14,6 +14,7 @@ package kustomize_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -22,12 +23,12 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kubebridge/kubebridge/internal/manifests"
 	"github.com/sethvargo/go-envconfig"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -41,8 +42,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/kubebridge/kubebridge/internal/config"
 )
@@ -104,7 +103,7 @@ func builds(t *testing.T) []*build {
 	t.Helper()
 	buildsOnce.Do(func() {
 		var dirs []string
-		dirs, findErr = findKustomizations(".")
+		dirs, findErr = manifests.Find(".")
 		for _, d := range dirs {
 			allBuilds = append(allBuilds, render(d))
 		}
@@ -129,34 +128,6 @@ func okBuilds(t *testing.T) []*build {
 	return out
 }
 
-var componentRE = regexp.MustCompile(`(?m)^kind:\s*Component\s*$`)
-
-func findKustomizations(root string) ([]string, error) {
-	var dirs []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		switch d.Name() {
-		case "kustomization.yaml", "kustomization.yml", "Kustomization":
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			// Components only build as part of a kustomization.
-			if !componentRE.Match(data) {
-				dirs = append(dirs, filepath.Dir(path))
-			}
-		}
-		return nil
-	})
-	sort.Strings(dirs)
-	return dirs, err
-}
-
 // render runs kustomize on dir and decodes every object strictly: unknown
 // or duplicate fields and kinds the client-go scheme does not know fail.
 func render(dir string) *build {
@@ -166,31 +137,23 @@ func render(dir string) *build {
 		b.err = err
 		return b
 	}
-	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), abs)
+	built, err := manifests.Build(abs)
 	if err != nil {
-		b.err = fmt.Errorf("kustomize build %s: %w", dir, err)
-		return b
-	}
-	if b.yaml, err = resMap.AsYaml(); err != nil {
 		b.err = err
 		return b
 	}
+	b.yaml = built.YAML
 	decoder := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
 	var problems []string
-	for _, res := range resMap.Resources() {
-		data, err := res.MarshalJSON()
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", res.CurId(), err))
-			continue
-		}
+	for _, data := range built.Objects {
 		obj, gvk, err := decoder.Decode(data, nil, nil)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", res.CurId(), err))
+			problems = append(problems, fmt.Sprintf("%s: %v", objectID(data), err))
 			continue
 		}
 		m, err := meta.Accessor(obj)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", res.CurId(), err))
+			problems = append(problems, fmt.Sprintf("%s: %v", objectID(data), err))
 			continue
 		}
 		b.objects = append(b.objects, object{gvk: *gvk, obj: obj, m: m})
@@ -1152,4 +1115,17 @@ func groupResource(name string) (schema.GroupResource, error) {
 		return gr, fmt.Errorf("%s: not a built-in type; name custom resources as <plural>.<group>", name)
 	}
 	return gr, nil
+}
+
+// objectID names an object for a message from its raw JSON.
+func objectID(data []byte) string {
+	var o struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(data, &o)
+	return o.Kind + " " + o.Metadata.Namespace + "/" + o.Metadata.Name
 }

@@ -45,6 +45,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 )
@@ -55,7 +56,7 @@ const (
 	resources   = "configmaps; widgets.example.com"
 	streamName  = "KUBEBRIDGE" // the bridge's default BRIDGE_STREAM_NAME
 	filter      = "kubebridge." + cluster + ".>"
-	crdName     = "widgets.example.com"
+	crdName     = fixtures.WidgetCRDName
 	eventWait   = 15 * time.Second // for one expected event
 	bridgeStart = 60 * time.Second // until the start-up snapshots are in
 	stopTimeout = 30 * time.Second // for the bridge to exit after SIGTERM
@@ -236,7 +237,7 @@ func (d *demo) setUp(ctx context.Context) error {
 		}
 	}
 	d.say("--- creating CustomResourceDefinition %s (kind Widget) and waiting until it is served", crdName)
-	if _, err := d.dyn.Resource(crdGVR).Create(ctx, widgetCRD(), metav1.CreateOptions{}); err != nil {
+	if _, err := d.dyn.Resource(crdGVR).Create(ctx, fixtures.WidgetCRD(), metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	return d.waitCRD(ctx)
@@ -247,34 +248,6 @@ func configMap(name string, data map[string]string) *corev1.ConfigMap {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{"app": "shop"}},
 		Data:       data,
 	}
-}
-
-func widgetCRD() *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1",
-		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]any{"name": crdName},
-		"spec": map[string]any{
-			"group": "example.com",
-			"scope": "Namespaced",
-			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-			"versions": []any{map[string]any{
-				"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{
-					"type": "object",
-					"properties": map[string]any{
-						"spec": map[string]any{
-							"type": "object",
-							"properties": map[string]any{
-								"color": map[string]any{"type": "string"},
-								"size":  map[string]any{"type": "integer"},
-							},
-						},
-					},
-				}},
-			}},
-		},
-	}}
 }
 
 func widget(name, color string, size int64) *unstructured.Unstructured {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubebridge/kubebridge/internal/manifests"
 	"github.com/sethvargo/go-envconfig"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -32,8 +32,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/testenv"
@@ -518,38 +516,21 @@ func deployModuleRoot(t *testing.T) string {
 	}
 }
 
-var deployComponentRE = regexp.MustCompile(`(?m)^kind:\s*Component\s*$`)
-
 // deployCheckTable fails for every kustomization on disk that
 // deployKustomizations does not list, and for every listed one not on disk.
 func deployCheckTable(t *testing.T, kdir string) {
 	t.Helper()
-	var found []string
-	err := filepath.WalkDir(kdir, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != kdir && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		switch d.Name() {
-		case "kustomization.yaml", "kustomization.yml", "Kustomization":
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			if !deployComponentRE.Match(data) {
-				rel, err := filepath.Rel(kdir, filepath.Dir(path))
-				if err != nil {
-					return err
-				}
-				found = append(found, filepath.ToSlash(rel))
-			}
-		}
-		return nil
-	})
+	dirs, err := manifests.Find(kdir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var found []string
+	for _, d := range dirs {
+		rel, err := filepath.Rel(kdir, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = append(found, filepath.ToSlash(rel))
 	}
 	for _, f := range found {
 		if !slices.ContainsFunc(deployKustomizations, func(k deployCase) bool { return k.dir == f }) {
@@ -566,19 +547,15 @@ func deployCheckTable(t *testing.T, kdir string) {
 // deployRender builds dir with krusty and returns its objects.
 func deployRender(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	built, err := manifests.Build(dir)
 	if err != nil {
-		t.Fatalf("kustomize build %s: %v", dir, err)
+		t.Fatal(err)
 	}
 	var objs []*unstructured.Unstructured
-	for _, res := range resMap.Resources() {
-		data, err := res.MarshalJSON()
-		if err != nil {
-			t.Fatalf("%s: %v", res.CurId(), err)
-		}
+	for _, data := range built.Objects {
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(data); err != nil {
-			t.Fatalf("%s: %v", res.CurId(), err)
+			t.Fatalf("%s: %v", dir, err)
 		}
 		objs = append(objs, u)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/encode"
@@ -321,20 +322,7 @@ func (h *harness) ensureWidgetCRD() {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1",
-		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]any{"name": "widgets.example.com"},
-		"spec": map[string]any{
-			"group": "example.com",
-			"scope": "Namespaced",
-			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-			"versions": []any{map[string]any{
-				"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-			}},
-		},
-	}}
+	crd := fixtures.WidgetCRD()
 	crds := h.dyn.Resource(crdGVR)
 	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		h.t.Fatalf("create CRD: %v", err)
