@@ -21,7 +21,6 @@ import (
 
 // counters are the pipeline's running totals, logged at shutdown.
 type counters struct {
-	enqueued   atomic.Int64
 	superseded atomic.Int64
 	encodeErrs atomic.Int64
 	truncated  atomic.Int64

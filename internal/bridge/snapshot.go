@@ -108,7 +108,8 @@ func (s *snapshotter) snapshot(ctx context.Context, reason string) error {
 			logger.Info("Snapshot in progress", "snapshotID", id, "queued", i+1, "of", len(objs), "elapsed", elapsed.Round(time.Millisecond), "perSecond", int(float64(i+1)/elapsed.Seconds()))
 		}
 	}
-	if err := s.queue.Put(ctx, informers.Change{Verb: informers.SnapshotEnd, Resource: res, SnapshotID: id, SnapshotCount: len(objs), ObservedAt: s.now()}); err != nil {
+	// The pipeline fills in the count of items actually stored.
+	if err := s.queue.Put(ctx, informers.Change{Verb: informers.SnapshotEnd, Resource: res, SnapshotID: id, ObservedAt: s.now()}); err != nil {
 		return err
 	}
 	select {

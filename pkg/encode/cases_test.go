@@ -194,7 +194,7 @@ func redactedSecret(t testing.TB) *corev1.Secret {
 				Operation:  metav1.ManagedFieldsOperationUpdate,
 				APIVersion: "v1",
 				FieldsType: "FieldsV1",
-				FieldsV1:   &metav1.FieldsV1{Raw: []byte(`{"f:data":{".":{},"f:password":{},"f:username":{}},"f:type":{}}`)},
+				FieldsV1:   metav1.NewFieldsV1(`{"f:data":{".":{},"f:password":{},"f:username":{}},"f:type":{}}`),
 			}},
 		},
 		Data: map[string][]byte{

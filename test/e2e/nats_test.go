@@ -65,11 +65,11 @@ func TestNATSOutage(t *testing.T) {
 	}
 
 	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
-	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, nil)
+	h.convergeTo(typ, func() map[string]string { return want }, nil)
 	// Make sure the snapshot after the dropped changes is complete too.
 	b.waitLog(`reason="dropped-changes"`, convergeTimeout)
-	msgs = h.mustRead()
-	st = applyAll(t, msgs)
+	msgs := h.mustRead()
+	st := applyAll(t, msgs)
 	if d := diffState(stateOf(st, typ), want); d != "" {
 		t.Errorf("after the recovery snapshot, the replayed state differs from the apiserver's list: %s", d)
 	}

@@ -141,7 +141,7 @@ func TestScope(t *testing.T) {
 		h.createCM(h.ns, "other2", nil, nil)
 		keep = keep.DeepCopy()
 		keep.Data["k"] = "2"
-		keep = h.updateCM(keep)
+		h.updateCM(keep)
 		msgs := h.waitStream("the update of keep", 30*time.Second, func(m []replay.Message) string {
 			if len(ofType(m, encode.TypeUpdated, h.cmSubject(h.ns, "keep"))) == 0 {
 				return "no updated event for keep"
