@@ -7,12 +7,20 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/kubebridge/kubebridge/pkg/encode"
 )
+
+// ExtCoalesced is the extension of an event that stands for several
+// changes of one object merged while they waited: its value is the number
+// of changes (an integer ≥ 2; absent means one). It is spelled out here
+// rather than taken from pkg/encode so the reference consumer follows the
+// README, not the producer's code.
+const ExtCoalesced = "coalesced"
 
 // Message is one stored message, decoded.
 type Message struct {
@@ -29,19 +37,53 @@ func (m Message) Ext(name string) string {
 	return v
 }
 
+// Coalesced returns the number of changes the event stands for: the
+// coalesced extension, or 1 without it. It fails for a value that is not
+// an integer ≥ 2, which the contract does not allow.
+func (m Message) Coalesced() (int, error) {
+	v, ok := m.Event.Extensions()[ExtCoalesced]
+	if !ok {
+		return 1, nil
+	}
+	n, err := types.ToInteger(v)
+	if err != nil {
+		return 0, fmt.Errorf("replay: %s extension %v: %w", ExtCoalesced, v, err)
+	}
+	if n < 2 {
+		return 0, fmt.Errorf("replay: %s extension %d: present only when at least 2 changes were merged", ExtCoalesced, n)
+	}
+	return int(n), nil
+}
+
 // ReadAll returns every message of stream matching filter (empty: all),
 // oldest first, decoded with encode.Decode.
 func ReadAll(ctx context.Context, js jetstream.JetStream, stream, filter string) ([]Message, error) {
-	s, err := js.Stream(ctx, stream)
+	var out []Message
+	err := ForEach(ctx, js, stream, filter, func(m Message) error {
+		out = append(out, m)
+		return nil
+	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// ForEach calls f for every message of stream matching filter (empty:
+// all), oldest first, decoded with encode.Decode, without holding them
+// all in memory. It stops at the first message after which none is
+// pending. An error from f ends the read and is returned.
+func ForEach(ctx context.Context, js jetstream.JetStream, stream, filter string, f func(Message) error) error {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return err
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if info.State.Msgs == 0 {
-		return nil, nil
+		return nil
 	}
 	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
 	if filter != "" {
@@ -49,38 +91,39 @@ func ReadAll(ctx context.Context, js jetstream.JetStream, stream, filter string)
 	}
 	c, err := s.OrderedConsumer(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out []Message
 	for {
 		batch, err := c.FetchNoWait(1000)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
 			meta, err := m.Metadata()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			ev, err := encode.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
 			if err != nil {
-				return nil, fmt.Errorf("seq %d: %w", meta.Sequence.Stream, err)
+				return fmt.Errorf("seq %d: %w", meta.Sequence.Stream, err)
 			}
-			out = append(out, Message{Seq: meta.Sequence.Stream, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Event: ev})
+			if err := f(Message{Seq: meta.Sequence.Stream, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Event: ev}); err != nil {
+				return err
+			}
 			if meta.NumPending == 0 {
-				return out, batch.Error()
+				return batch.Error()
 			}
 		}
 		if err := batch.Error(); err != nil {
-			return nil, err
+			return err
 		}
 		if n == 0 {
 			// The stream may still be receiving; give it a moment.
 			select {
 			case <-ctx.Done():
-				return out, ctx.Err()
+				return ctx.Err()
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
@@ -97,28 +140,42 @@ type Object struct {
 }
 
 // State is the reference consumer's state.
+//
+// An object is identified by its uid within its type: a name deleted and
+// created again is a new object with a new uid, so resourceVersions are
+// compared per uid, and a subject holds whichever uid was upserted last.
+// The same object watched under two types (aliased resources such as
+// horizontalpodautoscalers v1 and v2) is two objects, one per type.
 type State struct {
 	// Objects by subject.
 	Objects map[string]Object
 	// Regressions lists every message that carried an older
-	// resourceVersion for an object than one applied before.
+	// resourceVersion for an object (a uid of a type) than one applied
+	// before, and every upsert of a uid after its deleted event.
 	Regressions []string
 	// Swept lists every object removed by a snapshot end marker, as
 	// "subject rv".
 	Swept []string
 	// Snapshots counts completed snapshots per type.
 	Snapshots map[string]int
+	// StaleDeletes counts deleted events that removed nothing because the
+	// subject held another uid, or nothing (swept, or never seen).
+	StaleDeletes int
+	// Changes counts, per type, the changes that added, updated and
+	// deleted events stand for (the coalesced extension, or 1 each).
+	Changes map[string]int
 
 	subjects encode.Subjects
 	seen     map[string]map[string]bool // type → subjects seen since begin
 	open     map[string]string          // type → snapshot id
-	lastRV   map[string]string          // subject → last applied rv
+	lastRV   map[string]string          // type + uid → last applied rv
+	deleted  map[string]bool            // type + uid → its deleted event was applied
 }
 
 // NewState returns an empty state for a cluster's subjects.
 func NewState(subjects encode.Subjects) *State {
-	return &State{Objects: map[string]Object{}, Snapshots: map[string]int{}, subjects: subjects,
-		seen: map[string]map[string]bool{}, open: map[string]string{}, lastRV: map[string]string{}}
+	return &State{Objects: map[string]Object{}, Snapshots: map[string]int{}, Changes: map[string]int{}, subjects: subjects,
+		seen: map[string]map[string]bool{}, open: map[string]string{}, lastRV: map[string]string{}, deleted: map[string]bool{}}
 }
 
 // ErrUnknownType is returned for a message whose ce-type is not kubebridge's.
@@ -150,21 +207,41 @@ func (s *State) Apply(m Message) error {
 	default:
 		return fmt.Errorf("%w: %q", ErrUnknownType, m.Event.Type())
 	}
-	rv := m.Ext(encode.ExtResourceVersion)
-	if prev, ok := s.lastRV[m.Subject]; ok {
+	n, err := m.Coalesced()
+	if err != nil {
+		return fmt.Errorf("seq %d %s %s: %w", m.Seq, m.Event.Type(), m.Subject, err)
+	}
+	if m.Event.Type() != encode.TypeSnapshotItem {
+		s.Changes[typ] += n
+	}
+	uid, rv := m.Ext(encode.ExtUID), m.Ext(encode.ExtResourceVersion)
+	key := typ + " " + uid
+	if prev, ok := s.lastRV[key]; ok {
 		if cmp, err := resourceversion.CompareResourceVersion(rv, prev); err == nil && cmp < 0 {
-			s.Regressions = append(s.Regressions, fmt.Sprintf("seq %d %s %s: rv %s after %s", m.Seq, m.Event.Type(), m.Subject, rv, prev))
+			s.Regressions = append(s.Regressions, fmt.Sprintf("seq %d %s %s uid %s: rv %s after %s", m.Seq, m.Event.Type(), m.Subject, uid, rv, prev))
 		}
 	}
-	s.lastRV[m.Subject] = rv
+	s.lastRV[key] = rv
 	if seen := s.seen[typ]; seen != nil {
 		seen[m.Subject] = true
 	}
 	if m.Event.Type() == encode.TypeDeleted {
-		delete(s.Objects, m.Subject)
+		s.deleted[key] = true
+		if o, ok := s.Objects[m.Subject]; ok && o.UID == uid {
+			delete(s.Objects, m.Subject)
+		} else {
+			// The subject holds a newer object of the same name, or the
+			// object was swept already: nothing to remove.
+			s.StaleDeletes++
+		}
 		return nil
 	}
-	s.Objects[m.Subject] = Object{Type: typ, Subject: m.Subject, UID: m.Ext(encode.ExtUID), ResourceVersion: rv, Data: m.Data}
+	if s.deleted[key] {
+		// A uid is never reused: an object that comes back after its
+		// delete is an older state published too late.
+		s.Regressions = append(s.Regressions, fmt.Sprintf("seq %d %s %s uid %s rv %s: after the deleted event of that uid", m.Seq, m.Event.Type(), m.Subject, uid, rv))
+	}
+	s.Objects[m.Subject] = Object{Type: typ, Subject: m.Subject, UID: uid, ResourceVersion: rv, Data: m.Data}
 	return nil
 }
 
