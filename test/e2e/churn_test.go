@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,30 +15,61 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// churn creates, updates and deletes ConfigMaps named churn-NN (NN below
-// names) in one namespace from a goroutine, one request at a time, until
-// stopped.
+// churn creates, updates and deletes ConfigMaps named <prefix>NN (NN below
+// names, at least two digits) in one namespace until stopped. Each worker
+// goroutine owns the names NN ≡ worker (mod workers) and makes one request
+// at a time, so the changes of one name are made in order.
 type churn struct {
-	cs    kubernetes.Interface
-	ns    string
-	names int
-	pause time.Duration
-	rng   *rand.Rand
+	cs   kubernetes.Interface
+	ns   string
+	opts churnOptions
 
 	creates, updates, deletes atomic.Int64
 
 	cancel context.CancelFunc
-	done   chan struct{}
+	wg     sync.WaitGroup
 	mu     sync.Mutex
 	errs   []error
+	// deleted holds the uids of the objects the churn deleted.
+	deleted []string
 }
 
+// churnOptions configure startChurnWith.
+type churnOptions struct {
+	names   int           // names churned
+	workers int           // goroutines (default 1)
+	pause   time.Duration // after each request of a worker
+	seed    uint64
+	prefix  string // default "churn-"
+	filler  int    // bytes of extra data in each created ConfigMap
+}
+
+// startChurn churns names names with one worker.
 func startChurn(cs kubernetes.Interface, ns string, names int, pause time.Duration, seed uint64) *churn {
+	return startChurnWith(cs, ns, churnOptions{names: names, pause: pause, seed: seed})
+}
+
+func startChurnWith(cs kubernetes.Interface, ns string, opts churnOptions) *churn {
+	if opts.workers < 1 {
+		opts.workers = 1
+	}
+	if opts.prefix == "" {
+		opts.prefix = "churn-"
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &churn{cs: cs, ns: ns, names: names, pause: pause, rng: rand.New(rand.NewPCG(seed, 7)), cancel: cancel, done: make(chan struct{})}
-	go c.run(ctx)
+	c := &churn{cs: cs, ns: ns, opts: opts, cancel: cancel}
+	for w := range opts.workers {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.run(ctx, w)
+		}()
+	}
 	return c
 }
+
+// churnName is the name of index i.
+func churnName(prefix string, i int) string { return fmt.Sprintf("%s%02d", prefix, i) }
 
 // ops is the number of successful requests so far.
 func (c *churn) ops() int64 { return c.creates.Load() + c.updates.Load() + c.deletes.Load() }
@@ -45,7 +77,7 @@ func (c *churn) ops() int64 { return c.creates.Load() + c.updates.Load() + c.del
 // stop ends the churn and returns the errors it met.
 func (c *churn) stop() []error {
 	c.cancel()
-	<-c.done
+	c.wg.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.errs
@@ -69,43 +101,76 @@ func (c *churn) waitOps(n int64, timeout time.Duration) bool {
 	return true
 }
 
+// deletedUIDs returns the uids of the objects deleted so far.
+func (c *churn) deletedUIDs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.deleted...)
+}
+
 func (c *churn) fail(err error) {
 	c.mu.Lock()
 	c.errs = append(c.errs, err)
 	c.mu.Unlock()
 }
 
-func (c *churn) run(ctx context.Context) {
-	defer close(c.done)
+func (c *churn) run(ctx context.Context, worker int) {
+	workers := c.opts.workers
+	// The names of this worker: indexes worker, worker+workers, ...
+	count := (c.opts.names - worker + workers - 1) / workers
+	if count <= 0 {
+		return
+	}
+	// One worker keeps the sequence of the single-goroutine churn.
+	rng := rand.New(rand.NewPCG(c.opts.seed, 7+uint64(worker)))
 	live := map[string]*corev1.ConfigMap{}
 	list, err := c.cs.CoreV1().ConfigMaps(c.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	for i := range list.Items {
-		live[list.Items[i].Name] = &list.Items[i]
+	mine := map[string]bool{}
+	for k := range count {
+		mine[churnName(c.opts.prefix, k*workers+worker)] = true
 	}
+	for i := range list.Items {
+		if mine[list.Items[i].Name] {
+			live[list.Items[i].Name] = &list.Items[i]
+		}
+	}
+	filler := strings.Repeat("x", c.opts.filler)
 	for i := 0; ctx.Err() == nil; i++ {
-		name := fmt.Sprintf("churn-%02d", c.rng.IntN(c.names))
+		name := churnName(c.opts.prefix, rng.IntN(count)*workers+worker)
 		cm, ok := live[name]
 		opCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		var err error
 		switch {
 		case !ok:
-			cm, err = c.cs.CoreV1().ConfigMaps(c.ns).Create(opCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"i": fmt.Sprint(i)}}, metav1.CreateOptions{})
+			data := map[string]string{"i": fmt.Sprint(i)}
+			if filler != "" {
+				data["filler"] = filler
+			}
+			cm, err = c.cs.CoreV1().ConfigMaps(c.ns).Create(opCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{})
 			if err == nil {
 				live[name] = cm
 				c.creates.Add(1)
 			}
-		case c.rng.IntN(4) == 0:
-			err = c.cs.CoreV1().ConfigMaps(c.ns).Delete(opCtx, name, metav1.DeleteOptions{})
+		case rng.IntN(4) == 0:
+			// Preconditioned on the uid, so the uid recorded is the one
+			// deleted.
+			err = c.cs.CoreV1().ConfigMaps(c.ns).Delete(opCtx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cm.UID}})
 			if err == nil {
 				delete(live, name)
 				c.deletes.Add(1)
+				c.mu.Lock()
+				c.deleted = append(c.deleted, string(cm.UID))
+				c.mu.Unlock()
 			}
 		default:
 			cm = cm.DeepCopy()
+			if cm.Data == nil {
+				cm.Data = map[string]string{}
+			}
 			cm.Data["i"] = fmt.Sprint(i)
 			cm, err = c.cs.CoreV1().ConfigMaps(c.ns).Update(opCtx, cm, metav1.UpdateOptions{})
 			if err == nil {
@@ -127,7 +192,7 @@ func (c *churn) run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(c.pause):
+		case <-time.After(c.opts.pause):
 		}
 	}
 }

@@ -175,6 +175,9 @@ func (h *harness) bridgeEnv(vars map[string]string) []string {
 		"BRIDGE_SUBJECT_PREFIX": h.prefix,
 		"BRIDGE_STREAM_NAME":    h.stream,
 		"BRIDGE_NAMESPACES":     h.ns,
+		// A port of its own (logged, see endpoint), so bridges never
+		// compete for :8080 and tests can read /metrics and /readyz.
+		"BRIDGE_HTTP_ADDR": "127.0.0.1:0",
 	}
 	if raceEnabled {
 		// The first data race ends the bridge with exit code 66.
@@ -372,20 +375,48 @@ func (h *harness) mustRead() []replay.Message {
 // description is part of the failure.
 func (h *harness) waitStream(what string, timeout time.Duration, cond func([]replay.Message) string) []replay.Message {
 	h.t.Helper()
+	msgs, missing := h.pollStream(timeout, cond)
+	if missing != "" {
+		h.t.Fatalf("timed out after %v waiting for %s: %s (%d messages in the stream)", timeout, what, missing, len(msgs))
+	}
+	return msgs
+}
+
+// pollStream is waitStream without failing: it returns the last messages
+// read and what was still missing at the timeout ("" if cond held).
+func (h *harness) pollStream(timeout time.Duration, cond func([]replay.Message) string) ([]replay.Message, string) {
+	h.t.Helper()
 	deadline := time.Now().Add(timeout)
-	var missing string
 	for {
+		var missing string
 		msgs, err := h.read()
 		if err != nil {
 			missing = "read error: " + err.Error()
 		} else if missing = cond(msgs); missing == "" {
-			return msgs
+			return msgs, ""
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out after %v waiting for %s: %s (%d messages in the stream)", timeout, what, missing, len(msgs))
+			return msgs, missing
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// waitEvent waits until the stream holds an event of type ceType on
+// subject, at resourceVersion rv unless rv is "". Tests that check every
+// event of one object's changes make the next change only then: changes
+// of one object pending together may be coalesced into one event (README,
+// the coalesced extension).
+func (h *harness) waitEvent(subject, ceType, rv string) {
+	h.t.Helper()
+	h.waitStream(fmt.Sprintf("%s on %s (rv %q)", ceType, subject, rv), 30*time.Second, func(msgs []replay.Message) string {
+		for _, m := range ofType(onSubject(msgs, subject), ceType, "") {
+			if rv == "" || m.Ext(encode.ExtResourceVersion) == rv {
+				return ""
+			}
+		}
+		return "not yet"
+	})
 }
 
 // logOnFailure logs msgs if the test failed (use with defer).
@@ -545,6 +576,18 @@ func checkSnapshots(t *testing.T, msgs []replay.Message) map[string]int {
 	return ends
 }
 
+// objectID is the id of an object event or snapshot item, as the README
+// specifies: <resource>.<version>[.<group>]/<uid>/<resourceVersion>/<verb>,
+// where verb is added, updated, deleted or snapshot.item/<snapshotid>.
+// The resource is part of it so one object watched under two aliased
+// types (horizontalpodautoscalers v1 and v2) gets distinct ids.
+func objectID(resource, uid, rv, verb string) string {
+	return resource + "/" + uid + "/" + rv + "/" + verb
+}
+
+// cmID is objectID for a ConfigMap.
+func cmID(uid, rv, verb string) string { return objectID("configmaps.v1", uid, rv, verb) }
+
 // msgID is the Nats-Msg-Id (JetStream's de-duplication key) of the event
 // with id: <cluster>/<id>, as the README specifies.
 func msgID(id string) string { return cluster + "/" + id }
@@ -611,6 +654,53 @@ func checkSweeps(t *testing.T, msgs []replay.Message, st *replay.State) int {
 			len(lost), strings.Join(lost, "\n    "))
 	}
 	return len(st.Swept) - len(lost)
+}
+
+// checkDeletes checks every object deleted through the API (by uid) from
+// a consumer's point of view: a deleted event of its uid is in the stream,
+// or no message carries its uid at all (it was created and deleted while
+// both changes were pending, which merge into nothing). A uid that was
+// published but never deleted is a lost delete. It returns how many
+// deleted objects never appeared.
+func checkDeletes(t *testing.T, msgs []replay.Message, deleted []string) int {
+	t.Helper()
+	seen := map[string]bool{}
+	gone := map[string]bool{}
+	for _, m := range msgs {
+		if uid := m.Ext(encode.ExtUID); uid != "" {
+			seen[uid] = true
+			if m.Event.Type() == encode.TypeDeleted {
+				gone[uid] = true
+			}
+		}
+	}
+	var lost []string
+	never := 0
+	for _, uid := range deleted {
+		switch {
+		case gone[uid]:
+		case seen[uid]:
+			lost = append(lost, uid)
+		default:
+			never++
+		}
+	}
+	if len(lost) > 0 {
+		t.Errorf("%d of %d deleted objects are in the stream without a deleted event, e.g. uid %s", len(lost), len(deleted), lost[0])
+	}
+	return never
+}
+
+// liveEvents returns the added, updated and deleted events among msgs.
+func liveEvents(msgs []replay.Message) []replay.Message {
+	var out []replay.Message
+	for _, m := range msgs {
+		switch m.Event.Type() {
+		case encode.TypeAdded, encode.TypeUpdated, encode.TypeDeleted:
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // checkNoRegressions fails on any resourceVersion regression.

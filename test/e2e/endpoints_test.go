@@ -1,0 +1,273 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// ---- what the bridge binary knows ----
+
+var (
+	helpOnce sync.Once
+	helpText string
+	helpErr  error
+)
+
+// bridgeKnows reports whether the bridge binary documents the environment
+// variable name in its --help. Tests that need a small buffer set the
+// variables the binary under test has: the byte budget of the current
+// core, or the bounded queue of the one before it, so that the same test
+// applies the same pressure to both.
+func bridgeKnows(t *testing.T, name string) bool {
+	t.Helper()
+	helpOnce.Do(func() {
+		out, err := exec.Command(bridgeBin, "--help").CombinedOutput()
+		helpText, helpErr = string(out), err
+	})
+	if helpErr != nil {
+		t.Fatalf("%s --help: %v\n%s", bridgeBin, helpErr, helpText)
+	}
+	return regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(name) + `\s`).MatchString(helpText)
+}
+
+// pressureVars returns the variables that bound what the bridge holds
+// between the informers and NATS: the publish window, the byte budget
+// (BRIDGE_PUBLISH_BUFFER_BYTES) and, on a binary that still has it, the
+// bounded change queue (BRIDGE_QUEUE_SIZE). Variables the binary does not
+// document are left out.
+func pressureVars(t *testing.T, window, bufferBytes, legacyQueue string) map[string]string {
+	t.Helper()
+	vars := map[string]string{"BRIDGE_PUBLISH_WINDOW": window}
+	if bridgeKnows(t, "BRIDGE_PUBLISH_BUFFER_BYTES") {
+		vars["BRIDGE_PUBLISH_BUFFER_BYTES"] = bufferBytes
+	}
+	if bridgeKnows(t, "BRIDGE_QUEUE_SIZE") {
+		vars["BRIDGE_QUEUE_SIZE"] = legacyQueue
+	}
+	return vars
+}
+
+// ---- the operational endpoints ----
+
+// listenLine is how the bridge logs the address of /healthz, /readyz and
+// /metrics (BRIDGE_HTTP_ADDR is 127.0.0.1:0 in every test).
+var listenLine = regexp.MustCompile(`"Serving /healthz, /readyz and /metrics".* address="([^"]+)"`)
+
+// endpoint returns the bridge's operational base URL, waiting for it to be
+// logged.
+func (b *bridge) endpoint() string {
+	b.h.t.Helper()
+	b.waitLog("Serving /healthz, /readyz and /metrics", readyTimeout)
+	m := listenLine.FindStringSubmatch(b.output())
+	if m == nil {
+		b.h.t.Fatalf("%s: cannot parse the listen address from its log", b.name)
+	}
+	return "http://" + m[1]
+}
+
+// get fetches path from the operational endpoints.
+func (b *bridge) get(path string) (int, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.endpoint()+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// metrics is one scrape of /metrics: sample name → its samples.
+type metrics map[string][]sample
+
+type sample struct {
+	labels map[string]string
+	value  float64
+}
+
+// scrape reads /metrics, retrying for a while.
+func (b *bridge) scrape() metrics {
+	b.h.t.Helper()
+	var last error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		code, body, err := b.get("/metrics")
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("HTTP %d: %s", code, body)
+		}
+		if err == nil {
+			var m metrics
+			if m, err = parseMetrics(body); err == nil {
+				return m
+			}
+		}
+		last = err
+	}
+	b.h.t.Fatalf("%s: scrape /metrics: %v", b.name, last)
+	return nil
+}
+
+// parseMetrics parses the Prometheus text format (what client_golang
+// writes: no timestamps, label values escaped with \\, \" and \n).
+func parseMetrics(text string) (metrics, error) {
+	out := metrics{}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, rest := line, ""
+		labels := map[string]string{}
+		if i := strings.IndexAny(line, "{ "); i >= 0 {
+			name, rest = line[:i], line[i:]
+		}
+		if strings.HasPrefix(rest, "{") {
+			var err error
+			if rest, err = parseLabels(rest[1:], labels); err != nil {
+				return nil, fmt.Errorf("%q: %w", line, err)
+			}
+		}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			return nil, fmt.Errorf("%q: no value", line)
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", line, err)
+		}
+		out[name] = append(out[name], sample{labels, v})
+	}
+	return out, sc.Err()
+}
+
+// parseLabels parses `a="x",b="y"}` into labels and returns what follows
+// the closing brace.
+func parseLabels(s string, labels map[string]string) (string, error) {
+	for {
+		s = strings.TrimLeft(s, " ,")
+		if strings.HasPrefix(s, "}") {
+			return s[1:], nil
+		}
+		eq := strings.Index(s, `="`)
+		if eq < 0 {
+			return "", fmt.Errorf("label without value in %q", s)
+		}
+		key := s[:eq]
+		s = s[eq+2:]
+		var v strings.Builder
+		for {
+			if s == "" {
+				return "", fmt.Errorf("unterminated value of label %s", key)
+			}
+			c := s[0]
+			s = s[1:]
+			if c == '"' {
+				break
+			}
+			if c == '\\' && s != "" {
+				switch s[0] {
+				case 'n':
+					v.WriteByte('\n')
+				default:
+					v.WriteByte(s[0])
+				}
+				s = s[1:]
+				continue
+			}
+			v.WriteByte(c)
+		}
+		labels[key] = v.String()
+	}
+}
+
+// sum adds the samples of name whose labels include every pair in match
+// (given as "key", "value", ...).
+func (m metrics) sum(name string, match ...string) float64 {
+	total := 0.0
+	for _, s := range m[name] {
+		ok := true
+		for i := 0; i+1 < len(match); i += 2 {
+			if s.labels[match[i]] != match[i+1] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			total += s.value
+		}
+	}
+	return total
+}
+
+// has reports whether any sample of name is exported.
+func (m metrics) has(name string) bool { return len(m[name]) > 0 }
+
+// accounting is the bridge's account of the changes of one type (README:
+// observed = published added/updated/deleted + coalesced + superseded).
+type accounting struct {
+	observed, published, coalesced, superseded float64
+	// legacyDropped is kubebridge_changes_dropped_total, which binaries
+	// with a bounded queue export instead of coalescing.
+	legacyDropped float64
+}
+
+func (m metrics) accounting(resource string) accounting {
+	a := accounting{
+		observed:      m.sum("kubebridge_changes_observed_total", "resource", resource),
+		coalesced:     m.sum("kubebridge_changes_coalesced_total", "resource", resource),
+		superseded:    m.sum("kubebridge_events_superseded_total", "resource", resource),
+		legacyDropped: m.sum("kubebridge_changes_dropped_total", "resource", resource),
+	}
+	for _, typ := range []string{"added", "updated", "deleted"} {
+		a.published += m.sum("kubebridge_events_published_total", "resource", resource, "type", typ)
+	}
+	return a
+}
+
+// dropped is what the identity leaves unaccounted for.
+func (a accounting) dropped() float64 { return a.observed - a.published - a.coalesced - a.superseded }
+
+func (a accounting) String() string {
+	return fmt.Sprintf("observed %.0f = published %.0f + coalesced %.0f + superseded %.0f + dropped %.0f (kubebridge_changes_dropped_total %.0f)",
+		a.observed, a.published, a.coalesced, a.superseded, a.dropped(), a.legacyDropped)
+}
+
+// waitNoneDropped waits until the bridge has accounted for every change
+// of resource it observed (the pending ones are published or merged) and
+// returns the account; it fails the test if some stay unaccounted for.
+// Call it once the stream has converged, so nothing should be pending.
+func (b *bridge) waitNoneDropped(resource string, timeout time.Duration) accounting {
+	b.h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		a := b.scrape().accounting(resource)
+		if a.observed > 0 && a.dropped() == 0 && a.legacyDropped == 0 {
+			return a
+		}
+		if time.Now().After(deadline) {
+			if a.observed == 0 {
+				b.h.t.Errorf("%s: no change of %s observed (kubebridge_changes_observed_total)", b.name, resource)
+			} else {
+				b.h.t.Errorf("%s: changes of %s dropped: %v", b.name, resource, a)
+			}
+			return a
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
