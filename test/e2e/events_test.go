@@ -40,6 +40,7 @@ type change struct {
 type objectKind struct {
 	apiVersion, kind string
 	source           string // ce-source
+	resource         string // the id's <resource>.<version>[.<group>]
 }
 
 // TestObjectEvents creates, updates and deletes a ConfigMap and a custom
@@ -95,9 +96,14 @@ func TestObjectEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmWatch.Stop()
+	// Each change waits for the previous one's event, so none is merged
+	// into another (see waitEvent).
+	cmSubj := h.prefix + ".e2e.core.v1.configmaps." + h.ns + ".cfg"
+	h.waitEvent(cmSubj, encode.TypeAdded, cm.ResourceVersion)
 	cm2 := cm.DeepCopy()
 	cm2.Data["k"] = "v2"
 	cm2 = h.updateCM(cm2)
+	h.waitEvent(cmSubj, encode.TypeUpdated, cm2.ResourceVersion)
 	h.deleteCM(h.ns, "cfg")
 	cmDeletedRV := deletionRV(t, cmWatch)
 
@@ -135,6 +141,8 @@ func TestObjectEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer wWatch.Stop()
+	wSubj := h.prefix + ".e2e.example_com.v1.widgets." + h.ns + ".blue"
+	h.waitEvent(wSubj, encode.TypeAdded, w.GetResourceVersion())
 	w2 := w.DeepCopy()
 	if err := unstructured.SetNestedField(w2.Object, "red", "spec", "color"); err != nil {
 		t.Fatal(err)
@@ -143,6 +151,7 @@ func TestObjectEvents(t *testing.T) {
 	if err != nil {
 		t.Fatalf("update widget: %v", err)
 	}
+	h.waitEvent(wSubj, encode.TypeUpdated, w2.GetResourceVersion())
 	if err := widgets.Delete(ctx, "blue", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete widget: %v", err)
 	}
@@ -167,8 +176,6 @@ func TestObjectEvents(t *testing.T) {
 		{verb: "deleted", uid: wUID, rv: wDeletedRV, content: color("red")},
 	}
 
-	cmSubj := h.prefix + ".e2e.core.v1.configmaps." + h.ns + ".cfg"
-	wSubj := h.prefix + ".e2e.example_com.v1.widgets." + h.ns + ".blue"
 	msgs = h.waitStream("the deletes of cfg and blue", 30*time.Second, func(m []replay.Message) string {
 		for _, s := range []string{cmSubj, wSubj} {
 			if len(ofType(onSubject(m, s), encode.TypeDeleted, "")) == 0 {
@@ -179,10 +186,10 @@ func TestObjectEvents(t *testing.T) {
 	})
 
 	t.Run("ConfigMap", func(t *testing.T) {
-		checkChanges(t, msgs, cmSubj, h.ns, "cfg", objectKind{"v1", "ConfigMap", "k8s://e2e/api/v1/namespaces/" + h.ns + "/configmaps"}, cmChanges)
+		checkChanges(t, msgs, cmSubj, h.ns, "cfg", objectKind{"v1", "ConfigMap", "k8s://e2e/api/v1/namespaces/" + h.ns + "/configmaps", "configmaps.v1"}, cmChanges)
 	})
 	t.Run("Widget", func(t *testing.T) {
-		checkChanges(t, msgs, wSubj, h.ns, "blue", objectKind{"example.com/v1", "Widget", "k8s://e2e/apis/example.com/v1/namespaces/" + h.ns + "/widgets"}, wChanges)
+		checkChanges(t, msgs, wSubj, h.ns, "blue", objectKind{"example.com/v1", "Widget", "k8s://e2e/apis/example.com/v1/namespaces/" + h.ns + "/widgets", "widgets.v1.example.com"}, wChanges)
 	})
 	// Nothing else was published: markers of the start-up snapshots and the
 	// six events.
@@ -242,8 +249,9 @@ func checkChanges(t *testing.T, msgs []replay.Message, subject, ns, name string,
 			}
 			checkEq(t, "specversion", ev.SpecVersion(), "1.0")
 			checkEq(t, "type", ev.Type(), "io.kubebridge.object."+w.verb)
-			checkEq(t, "id", ev.ID(), w.uid+"/"+w.rv+"/"+w.verb)
-			checkEq(t, "Nats-Msg-Id", m.Header.Get("Nats-Msg-Id"), "e2e/"+w.uid+"/"+w.rv+"/"+w.verb)
+			wantID := objectID(k.resource, w.uid, w.rv, w.verb)
+			checkEq(t, "id", ev.ID(), wantID)
+			checkEq(t, "Nats-Msg-Id", m.Header.Get("Nats-Msg-Id"), "e2e/"+wantID)
 			checkEq(t, "subject", ev.Subject(), ns+"/"+name)
 			checkEq(t, "source", ev.Source(), k.source)
 			checkEq(t, "datacontenttype", ev.DataContentType(), "application/json")

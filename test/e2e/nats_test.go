@@ -116,6 +116,8 @@ func TestOversizeObject(t *testing.T) {
 		t.Errorf("the bridge did not log the max payload of 8192")
 	}
 	bigCM := h.createCM(h.ns, "big", nil, big)
+	// The update waits for the added event, so the two are not merged.
+	h.waitEvent(h.cmSubject(h.ns, "big"), encode.TypeAdded, bigCM.ResourceVersion)
 	big2 := bigCM.DeepCopy()
 	big2.Data["more"] = "x"
 	big2 = h.updateCM(big2)
@@ -197,7 +199,7 @@ func TestOversizeObject(t *testing.T) {
 	if _, ok := m.Event.Extensions()[encode.ExtTruncated]; ok || !strings.Contains(string(m.Data), `"k":"v"`) {
 		t.Errorf("small configmap: truncated=%v, data %s", m.Event.Extensions()[encode.ExtTruncated], m.Data)
 	}
-	checkEq(t, "small id", m.Event.ID(), string(small.UID)+"/"+small.ResourceVersion+"/added")
+	checkEq(t, "small id", m.Event.ID(), cmID(string(small.UID), small.ResourceVersion, "added"))
 	if n := b.countLog("Object exceeds the NATS max payload"); n != 3 {
 		t.Errorf("the bridge logged %d oversize objects, want 3", n)
 	}

@@ -136,7 +136,7 @@ func TestRelistAfterCompaction(t *testing.T) {
 			continue
 		}
 		checkEq(t, name+" finalstateunknown", dels[0].Ext(encode.ExtFinalStateUnknown), "true")
-		checkEq(t, name+" deleted id", dels[0].Event.ID(), string(keep[nameIndex(name)].UID)+"/"+keep[nameIndex(name)].ResourceVersion+"/deleted")
+		checkEq(t, name+" deleted id", dels[0].Event.ID(), cmID(string(keep[nameIndex(name)].UID), keep[nameIndex(name)].ResourceVersion, "deleted"))
 	}
 	for _, x := range []struct{ name, typ string }{
 		{"keep-3", encode.TypeUpdated}, {"gap-new", encode.TypeAdded}, {"keep-4", encode.TypeUpdated}, {"post-new", encode.TypeAdded},

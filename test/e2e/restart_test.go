@@ -88,7 +88,7 @@ func TestRestartAfterSIGKILL(t *testing.T) {
 	// of the second start, not live events.
 	for _, x := range []struct{ name, uid, rv string }{{"fixed-upd", string(upd.UID), upd.ResourceVersion}, {"fixed-new", string(added.UID), added.ResourceVersion}} {
 		on := onSubject(msgs, h.cmSubject(h.ns, x.name))
-		wantID := x.uid + "/" + x.rv + "/snapshot.item/" + sid2
+		wantID := cmID(x.uid, x.rv, "snapshot.item/"+sid2)
 		if !slices.ContainsFunc(on, func(m replay.Message) bool { return m.Event.ID() == wantID }) {
 			t.Errorf("no snapshot item %s:\n%s", wantID, describe(on))
 		}

@@ -54,10 +54,14 @@ func TestSecretsRedacted(t *testing.T) {
 
 	h.startBridge(map[string]string{"BRIDGE_RESOURCES": "secrets"})
 
+	typ := h.typeSubject("", "v1", "secrets")
 	s, err := secrets.Create(ctx, newSecret("live"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The update waits for the added event, so the two are not merged
+	// into one added event (the test wants all four kinds).
+	h.waitEvent(typ+"."+h.ns+".live", encode.TypeAdded, s.ResourceVersion)
 	s = s.DeepCopy()
 	s.Data["password"] = []byte(secretValue("pw2"))
 	s.Data["extra"] = []byte(secretValue("extra"))
@@ -68,7 +72,6 @@ func TestSecretsRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	typ := h.typeSubject("", "v1", "secrets")
 	msgs := h.waitStream("all four kinds of secret events", 30*time.Second, func(m []replay.Message) string {
 		for _, want := range []string{encode.TypeSnapshotItem, encode.TypeAdded, encode.TypeUpdated, encode.TypeDeleted} {
 			if len(ofType(m, want, typ+".")) == 0 {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,7 +75,7 @@ func TestStartupSnapshot(t *testing.T) {
 		}
 		seen[name] = true
 		checkEq(t, name+" subject", m.Subject, h.cmSubject(h.ns, name))
-		checkEq(t, name+" id", m.Event.ID(), string(cm.UID)+"/"+cm.ResourceVersion+"/snapshot.item/"+sid)
+		checkEq(t, name+" id", m.Event.ID(), cmID(string(cm.UID), cm.ResourceVersion, "snapshot.item/"+sid))
 		checkEq(t, name+" snapshotid", m.Ext(encode.ExtSnapshotID), sid)
 		checkEq(t, name+" resourceversion", m.Ext(encode.ExtResourceVersion), cm.ResourceVersion)
 	}
@@ -97,7 +98,7 @@ func TestStartupSnapshot(t *testing.T) {
 	late := h.createCM(h.ns, "late", nil, map[string]string{"k": "v"})
 	h.waitStream("added for late", 30*time.Second, func(m []replay.Message) string {
 		for _, a := range ofType(m, encode.TypeAdded, "") {
-			if a.Event.ID() == string(late.UID)+"/"+late.ResourceVersion+"/added" {
+			if a.Event.ID() == cmID(string(late.UID), late.ResourceVersion, "added") {
 				return ""
 			}
 		}
@@ -109,7 +110,15 @@ func TestStartupSnapshot(t *testing.T) {
 // name.
 func (h *harness) createMany(n int) map[string]*corev1.ConfigMap {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	return h.createManyWith(n, func(i int) string { return fmt.Sprintf("cm-%03d", i) }, 0)
+}
+
+// createManyWith creates n ConfigMaps named name(i) concurrently, each
+// with filler bytes of extra data, and returns them by name.
+func (h *harness) createManyWith(n int, name func(int) string, filler int) map[string]*corev1.ConfigMap {
+	h.t.Helper()
+	pad := strings.Repeat("p", filler)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var mu sync.Mutex
 	out := map[string]*corev1.ConfigMap{}
@@ -122,7 +131,11 @@ func (h *harness) createMany(n int) map[string]*corev1.ConfigMap {
 		go func() {
 			defer wg.Done()
 			for name := range names {
-				cm, err := h.cs.CoreV1().ConfigMaps(h.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"name": name}}, metav1.CreateOptions{})
+				data := map[string]string{"name": name}
+				if pad != "" {
+					data["filler"] = pad
+				}
+				cm, err := h.cs.CoreV1().ConfigMaps(h.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{})
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
@@ -134,7 +147,7 @@ func (h *harness) createMany(n int) map[string]*corev1.ConfigMap {
 		}()
 	}
 	for i := range n {
-		names <- fmt.Sprintf("cm-%03d", i)
+		names <- name(i)
 	}
 	close(names)
 	wg.Wait()
@@ -192,10 +205,10 @@ func TestPeriodicSnapshotsUnderChurn(t *testing.T) {
 		t.Logf("%d snapshot ends swept an object just before its deleted event", n)
 	}
 	checkUniqueIDs(t, msgs)
-	// Every change made by the churn is in the stream as an event of its
-	// own (or was overtaken by a newer state, which the guard may drop).
-	if got := len(ofType(msgs, encode.TypeDeleted, "")); int64(got) != c.deletes.Load() {
-		t.Errorf("%d deleted events for %d deletes", got, c.deletes.Load())
+	// Every delete made by the churn is in the stream (unless the object
+	// never was: created and deleted while both were pending).
+	if never := checkDeletes(t, msgs, c.deletedUIDs()); never > 0 {
+		t.Logf("%d objects were created and deleted without ever being published", never)
 	}
 }
 
