@@ -197,3 +197,123 @@ func newUID(t *testing.T) types.UID {
 	b[8] = b[8]&0x3f | 0x80
 	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:]))
 }
+
+// TestRecreateAcrossRelist deletes a ConfigMap and creates another of the
+// same name (a new uid) while the bridge cannot watch: the apiserver is
+// down, both writes go to etcd directly and etcd is compacted, so the
+// informer relists (410) and finds the name with another uid. That is two
+// objects: the stream must show deleted (old uid, finalstateunknown) and
+// then added (new uid) on the subject, never one updated event whose
+// object and oldObject have different uids.
+func TestRecreateAcrossRelist(t *testing.T) {
+	testenv.Get(t) // skips without binaries; builds the bridge
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	start := time.Now()
+	env, err := testenv.Start(ctx, testenv.Options{APIServerFlags: []string{"--watch-cache=false"}})
+	testenv.SkipIfNoBinaries(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			env.KeepLogs()
+			t.Logf("component logs kept in %s", env.LogDir())
+		}
+		env.Close()
+	})
+	t.Logf("own environment (--watch-cache=false) up in %v", time.Since(start).Round(time.Millisecond))
+
+	h := newHarness(t, env)
+	typ := h.cmType()
+	old := h.createCM(h.ns, "phoenix", nil, map[string]string{"v": "old"})
+	other := h.createCM(h.ns, "other", nil, map[string]string{"v": "0"})
+	b := h.startBridge(map[string]string{"BRIDGE_RESOURCES": "configmaps", "BRIDGE_LOG_VERBOSITY": "4"})
+	// A change through the watch, so the informer's resourceVersion is
+	// recent.
+	other = other.DeepCopy()
+	other.Data["v"] = "1"
+	other = h.updateCM(other)
+	h.waitEvent(h.cmSubject(h.ns, "other"), encode.TypeUpdated, other.ResourceVersion)
+
+	env.KillAPIServer()
+	t.Log("kube-apiserver killed")
+	key := "/registry/configmaps/" + h.ns + "/phoenix"
+	if _, err := env.Etcdctl(ctx, "del", key); err != nil {
+		t.Fatal(err)
+	}
+	reborn := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "phoenix", Namespace: h.ns, UID: newUID(t), CreationTimestamp: metav1.Now()},
+		Data:       map[string]string{"v": "new"},
+	}
+	etcdPut(ctx, t, env, key, reborn)
+	rev, err := env.Compact(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("phoenix (uid %s) replaced in etcd by uid %s; compacted to revision %d", old.UID, reborn.UID, rev)
+	if err := env.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("kube-apiserver started again")
+
+	cur, err := h.cs.CoreV1().ConfigMaps(h.ns).Get(ctx, "phoenix", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.UID != reborn.UID {
+		t.Fatalf("the apiserver serves phoenix with uid %s, not the %s written to etcd", cur.UID, reborn.UID)
+	}
+	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
+	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, func(s *replay.State) string {
+		if o := s.Objects[h.cmSubject(h.ns, "phoenix")]; o.UID != string(reborn.UID) {
+			return fmt.Sprintf("phoenix has uid %q in the replayed state", o.UID)
+		}
+		return ""
+	})
+	defer logOnFailure(t, msgs)
+	b.stop()
+
+	checkNoRegressions(t, st)
+	checkSnapshots(t, msgs)
+	checkUniqueIDs(t, msgs)
+	if len(st.Swept) > 0 {
+		t.Errorf("objects swept (there was no snapshot after the start-up one, so every change must be an event): %v", st.Swept)
+	}
+	if b.countLog("too old") == 0 {
+		t.Errorf("the bridge log shows no watch failing with 410 / too old resource version: the informer did not relist, the test proves nothing")
+	}
+
+	// No event anywhere pairs two uids.
+	for _, m := range ofType(msgs, encode.TypeUpdated, "") {
+		var d struct{ Object, OldObject metav1.PartialObjectMetadata }
+		if err := json.Unmarshal(m.Data, &d); err != nil {
+			t.Fatalf("seq %d: %v", m.Seq, err)
+		}
+		if d.Object.UID != d.OldObject.UID {
+			t.Errorf("seq %d: updated on %s from uid %s to uid %s: a recreated object must be deleted + added", m.Seq, m.Subject, d.OldObject.UID, d.Object.UID)
+		}
+	}
+
+	// On phoenix's subject: its snapshot item, then deleted of the old uid,
+	// then added of the new one.
+	var got []string
+	for _, m := range onSubject(msgs, h.cmSubject(h.ns, "phoenix")) {
+		got = append(got, strings.TrimPrefix(m.Event.Type(), "io.kubebridge.")+" "+m.Ext(encode.ExtUID))
+	}
+	wantSeq := []string{
+		"snapshot.item " + string(old.UID),
+		"object.deleted " + string(old.UID),
+		"object.added " + string(reborn.UID),
+	}
+	if strings.Join(got, "\n") != strings.Join(wantSeq, "\n") {
+		t.Errorf("events on phoenix:\n    %s\nwant:\n    %s", strings.Join(got, "\n    "), strings.Join(wantSeq, "\n    "))
+	}
+	if dels := ofType(onSubject(msgs, h.cmSubject(h.ns, "phoenix")), encode.TypeDeleted, ""); len(dels) == 1 {
+		checkEq(t, "deleted finalstateunknown", dels[0].Ext(encode.ExtFinalStateUnknown), "true")
+		checkEq(t, "deleted id", dels[0].Event.ID(), cmID(string(old.UID), old.ResourceVersion, "deleted"))
+	}
+	if adds := ofType(onSubject(msgs, h.cmSubject(h.ns, "phoenix")), encode.TypeAdded, ""); len(adds) == 1 {
+		checkEq(t, "added id", adds[0].Event.ID(), cmID(string(reborn.UID), cur.ResourceVersion, "added"))
+		if !strings.Contains(string(adds[0].Data), `"v":"new"`) {
+			t.Errorf("added data is not the new object: %s", adds[0].Data)
+		}
+	}
+}
