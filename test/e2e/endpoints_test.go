@@ -215,8 +215,15 @@ func (m metrics) sum(name string, match ...string) float64 {
 	return total
 }
 
-// has reports whether any sample of name is exported.
-func (m metrics) has(name string) bool { return len(m[name]) > 0 }
+// has reports whether name has a sample whose label is value.
+func (m metrics) has(name, label, value string) bool {
+	for _, s := range m[name] {
+		if s.labels[label] == value {
+			return true
+		}
+	}
+	return false
+}
 
 // accounting is the bridge's account of the changes of one type (README:
 // observed = published added/updated/deleted + coalesced + superseded).

@@ -70,7 +70,7 @@ func TestForbiddenType(t *testing.T) {
 	}
 	m := b.scrape()
 	for resource, want := range map[string]float64{"configmaps.v1": 1, "secrets.v1": 0} {
-		if !hasSample(m, "kubebridge_resource_ready", "resource", resource) {
+		if !m.has("kubebridge_resource_ready", "resource", resource) {
 			t.Errorf("kubebridge_resource_ready{resource=%q} is not exported", resource)
 		} else if got := m.sum("kubebridge_resource_ready", "resource", resource); got != want {
 			t.Errorf("kubebridge_resource_ready{resource=%q} = %v, want %v", resource, got, want)
@@ -96,16 +96,6 @@ func TestForbiddenType(t *testing.T) {
 	}
 	checkUniqueIDs(t, msgs)
 	b.stop()
-}
-
-// hasSample reports whether name has a sample with the label.
-func hasSample(m metrics, name, label, value string) bool {
-	for _, s := range m[name] {
-		if s.labels[label] == value {
-			return true
-		}
-	}
-	return false
 }
 
 // limitedAccount creates a ServiceAccount in the harness namespace bound
