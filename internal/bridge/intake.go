@@ -36,14 +36,6 @@ type pending struct {
 	truncate bool
 }
 
-// changes is how many informer changes p stands for.
-func (p *pending) changes() int {
-	if p.c.Verb == informers.SnapshotItem {
-		return p.c.Coalesced
-	}
-	return max(1, p.c.Coalesced)
-}
-
 // objectState is the intake's state for one object, kept only while the
 // object has pending changes or one in flight.
 type objectState struct {
@@ -139,98 +131,6 @@ func (in *intake) settle(ref objectRef, st *objectState) {
 	}
 }
 
-// merge adds p to what st has waiting. Changes of one uid merge:
-//
-//	added + updated      → added (newest object)
-//	added + deleted      → nothing
-//	updated + updated    → updated (first old object, newest object)
-//	updated + deleted    → deleted
-//	live change + item   → item (a newer snapshot item supersedes it)
-//	item + updated       → item (newest object)
-//	item + deleted       → deleted
-//
-// A change of another uid (a delete and re-create under one name) is queued
-// behind, so both incarnations are published. merge returns how many live
-// changes will not be published as events of their own because of it.
-func (in *intake) merge(st *objectState, p pending) (coalesced int) {
-	n := len(st.queue)
-	if n == 0 || st.queue[n-1].uid != p.uid {
-		in.push(st, p)
-		return 0
-	}
-	last := &st.queue[n-1]
-	lv, cv := last.c.Verb, p.c.Verb
-	switch {
-	case cv == informers.SnapshotItem && lv == informers.Deleted:
-		// The cache no longer has a deleted object; nothing to do.
-	case cv == informers.SnapshotItem:
-		absorbed := last.changes()
-		if lv != informers.SnapshotItem {
-			// The live change will not be an event of its own.
-			coalesced = 1
-		}
-		if last.run != nil {
-			last.run.deferred--
-		}
-		p.c.Coalesced = absorbed
-		p.truncate = p.truncate || last.truncate
-		p.run.deferred++
-		*last = p
-	case lv == informers.SnapshotItem && cv == informers.Deleted:
-		last.run.deferred--
-		absorbed := last.c.Coalesced
-		p.truncate = p.truncate || last.truncate
-		*last = p
-		if absorbed > 0 {
-			last.c.Coalesced = absorbed + 1
-		}
-	case lv == informers.SnapshotItem:
-		last.c.Object = p.c.Object
-		last.c.Coalesced++
-		coalesced = 1
-	case lv == informers.Added && cv == informers.Deleted:
-		// Never published, now gone: neither is an event.
-		st.queue = st.queue[:n-1]
-		coalesced = 2
-	case lv == informers.Deleted:
-		// A delete followed by a change of the same uid is not something
-		// an informer reports; keep both rather than guess.
-		in.push(st, p)
-	case cv == informers.Deleted:
-		last.c.Coalesced = last.changes() + 1
-		last.c.Verb = informers.Deleted
-		last.c.Object = p.c.Object
-		last.c.OldObject = nil
-		last.c.FinalStateUnknown = p.c.FinalStateUnknown
-		last.c.ObservedAt = p.c.ObservedAt
-		coalesced = 1
-	default:
-		// added or updated, followed by added or updated: keep the first
-		// verb and old object, take the newest object.
-		last.c.Coalesced = last.changes() + 1
-		last.c.Object = p.c.Object
-		last.c.ObservedAt = p.c.ObservedAt
-		coalesced = 1
-	}
-	return coalesced
-}
-
-func (in *intake) push(st *objectState, p pending) {
-	if p.run != nil {
-		p.run.deferred++
-	}
-	st.queue = append(st.queue, p)
-}
-
-// requestSnapshot queues a snapshot of src. It begins when the sequencer
-// gets to it; its end marker reports through markers under id.
-func (in *intake) requestSnapshot(res *informers.Resource, src cacheReader, id string) {
-	in.mu.Lock()
-	in.runs = append(in.runs, &snapshotRun{res: res, src: src, id: id})
-	in.mu.Unlock()
-	in.signal()
-}
-
 // next returns the next work to hand on, waiting until there is some or ctx
 // ends. With snapshots false (shutting down) it hands on live changes only,
 // and reports false once nothing waits and nothing is in flight.
@@ -298,55 +198,6 @@ func (in *intake) takeLive() (work, bool) {
 		}
 		return work{ref: ref, c: p.c, run: p.run, truncate: p.truncate}, true
 	}
-}
-
-// takeSnapshot advances the oldest snapshot that can advance: its begin
-// marker, its next item, or its end marker once every item is handed on.
-func (in *intake) takeSnapshot() (work, bool) {
-	for i, run := range in.runs {
-		res := run.res
-		if !run.begun {
-			run.begun = true
-			// Keys are listed when the begin marker is handed on: every
-			// object in the cache now gets an item or a delete after it.
-			run.keys = run.src.Keys()
-			return work{c: informers.Change{Verb: informers.SnapshotBegin, Resource: res, SnapshotID: run.id, ObservedAt: in.now()}, run: run}, true
-		}
-		for run.next < len(run.keys) {
-			key := run.keys[run.next]
-			run.keys[run.next] = ""
-			run.next++
-			obj, ok := run.src.Get(key)
-			if !ok {
-				// Deleted since the listing: its delete is a live change.
-				continue
-			}
-			ref := objectRef{res: res, key: key}
-			item := pending{c: informers.Change{Verb: informers.SnapshotItem, Resource: res, Object: obj, SnapshotID: run.id, ObservedAt: in.now()},
-				uid: uidOf(obj), run: run}
-			if st := in.objects[ref]; st != nil {
-				// A change of the object is pending or in flight: the item
-				// takes its place in the object's queue.
-				if n := in.merge(st, item); n > 0 {
-					in.coalesced(res, n)
-				}
-				in.settle(ref, st)
-				continue
-			}
-			in.objects[ref] = &objectState{busy: true, flying: run}
-			run.flying++
-			return work{ref: ref, c: item.c, run: run}, true
-		}
-		// The end waits until every item is settled: a rejected item comes
-		// back to be sent without its content, and must precede the end.
-		if run.deferred > 0 || run.flying > 0 {
-			continue
-		}
-		in.runs = append(in.runs[:i], in.runs[i+1:]...)
-		run.keys = nil
-		return work{c: informers.Change{Verb: informers.SnapshotEnd, Resource: res, SnapshotID: run.id, ObservedAt: in.now()}, run: run}, true
-	}
-	return work{}, false
 }
 
 // done is told that the change of ref handed on last is settled: published,

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/kubebridge/kubebridge/internal/metrics"
@@ -27,28 +26,6 @@ func newSnapshotIDs(start time.Time) *snapshotIDs {
 }
 
 func (s *snapshotIDs) next() string { return s.base + "-" + strconv.FormatInt(s.n.Add(1), 10) }
-
-// snapshotRun is one snapshot of one type as the intake feeds it: the keys
-// listed at its begin, how far it got, how many of its items wait in an
-// object's queue behind a change in flight (deferred) and how many are in
-// flight. It is guarded by the intake's lock.
-type snapshotRun struct {
-	res      *informers.Resource
-	src      cacheReader
-	id       string
-	begun    bool
-	keys     []string
-	next     int
-	deferred int
-	flying   int
-}
-
-// cacheReader is what a snapshot reads: the keys in an informer cache and
-// the object under a key. *informers.Source is one.
-type cacheReader interface {
-	Keys() []string
-	Get(key string) (runtime.Object, bool)
-}
 
 // snapshotter publishes the snapshots of one resource type: the start-up
 // one as soon as the type's own cache has synced, then one every period.
