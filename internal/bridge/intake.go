@@ -244,17 +244,12 @@ func (st *objectState) land() {
 	}
 }
 
-// pendingObjects is the number of objects with something to publish.
+// pendingObjects is the number of objects with a change waiting or in
+// flight.
 func (in *intake) pendingObjects() int {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	n := 0
-	for _, st := range in.objects {
-		if len(st.queue) > 0 {
-			n++
-		}
-	}
-	return n
+	return len(in.objects)
 }
 
 func uidOf(obj interface{}) types.UID {

@@ -97,7 +97,7 @@ func New() *Metrics {
 // of encoded events buffered or in flight, read at scrape time.
 func (m *Metrics) IntakeGauges(pendingObjects func() int, bufferedBytes func() int64, bufferLimit int64) {
 	m.Registry.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "pending_objects", Help: "Objects with a change waiting to be published."},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "pending_objects", Help: "Objects with a change waiting to be published or in flight."},
 			func() float64 { return float64(pendingObjects()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "publish_buffer_bytes", Help: "Bytes of encoded events buffered for or in flight to JetStream."},
 			func() float64 { return float64(bufferedBytes()) }),
