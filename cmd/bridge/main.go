@@ -55,6 +55,9 @@ func run(args []string) int {
 	logger := klog.Background().WithName("kubebridge")
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Starting", "version", version, "cluster", cfg.ClusterName, "subjectPrefix", cfg.SubjectPrefix)
+	for _, w := range config.Removed(os.LookupEnv) {
+		logger.Info("Ignoring a removed setting: " + w)
+	}
 	if err := bridge.Run(ctx, cfg, version); err != nil {
 		// A signal during start-up (e.g. while NATS is unreachable) is a
 		// normal stop, not a failure.

@@ -36,11 +36,11 @@ func TestServePublishesExactSequence(t *testing.T) {
 	bSubj := "kubebridge.test.core.v1.configmaps.default.b"
 	want := []struct{ typ, subject, id string }{
 		{encode.TypeSnapshotBegin, "kubebridge.test.core.v1.configmaps._snapshot.begin", ""},
-		{encode.TypeSnapshotItem, preSubj, string(pre.UID) + "/" + pre.ResourceVersion + "/snapshot.item/"},
+		{encode.TypeSnapshotItem, preSubj, "configmaps.v1/" + string(pre.UID) + "/" + pre.ResourceVersion + "/snapshot.item/"},
 		{encode.TypeSnapshotEnd, "kubebridge.test.core.v1.configmaps._snapshot.end", ""},
-		{encode.TypeAdded, bSubj, string(b.UID) + "/" + b.ResourceVersion + "/added"},
-		{encode.TypeUpdated, bSubj, string(b.UID) + "/" + b2.ResourceVersion + "/updated"},
-		{encode.TypeDeleted, preSubj, string(pre.UID) + "/" + pre.ResourceVersion + "/deleted"},
+		{encode.TypeAdded, bSubj, "configmaps.v1/" + string(b.UID) + "/" + b.ResourceVersion + "/added"},
+		{encode.TypeUpdated, bSubj, "configmaps.v1/" + string(b.UID) + "/" + b2.ResourceVersion + "/updated"},
+		{encode.TypeDeleted, preSubj, "configmaps.v1/" + string(pre.UID) + "/" + pre.ResourceVersion + "/deleted"},
 	}
 	if len(msgs) != len(want) {
 		for _, m := range msgs {

@@ -1,7 +1,10 @@
 // Package bridge wires the pieces into the running bridge: informer
-// handlers put Changes on a bounded queue; a single sequencer drops changes
-// a snapshot has already overtaken; encoders turn changes into messages in
-// parallel without reordering them; the sink publishes them. Snapshotters
-// frame listings of each type's indexer, at start-up, periodically, and
-// after changes were dropped because the queue was full.
+// handlers hand every change to the intake, which keeps per-object state
+// (changes of one object merge while they wait, so memory follows the number
+// of objects) and feeds snapshots lazily from the informer caches; a single
+// sequencer drops what a snapshot has already overtaken (the order guard);
+// encoders turn work into messages in parallel without reordering it; the
+// collector holds encoded messages to a byte budget; the sink publishes
+// them. Each type's snapshotter asks for its start-up snapshot as soon as
+// its own cache has synced, then one every resync period.
 package bridge

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/internal/replay"
@@ -28,10 +32,13 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 	startBridgeWith(t, testConfig(t, nil), cluster.kube(), nc, WithListening(func(a net.Addr) { addr <- a }))
 	base := "http://" + (<-addr).String()
 
+	var created []*corev1.ConfigMap
 	for i := range 3 {
-		cluster.create(t, cluster.configMap("default", fmt.Sprintf("new-%d", i), map[string]string{"v": "1"}))
+		created = append(created, cluster.create(t, cluster.configMap("default", fmt.Sprintf("new-%d", i), map[string]string{"v": "1"})))
 	}
-	cluster.update(t, cluster.configMap("default", "new-0", map[string]string{"v": "2"}))
+	changed := created[0].DeepCopy()
+	changed.Data["v"] = "2"
+	cluster.update(t, changed)
 	cluster.delete(t, "default", "pre-1")
 	waitFor(t, js, "the workload's events", 10*time.Second, func(m []replay.Message) bool {
 		return countType(m, encode.TypeDeleted) == 1 && countType(m, encode.TypeUpdated) == 1 && countType(m, encode.TypeAdded) == 3
@@ -52,8 +59,10 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 		`kubebridge_snapshots_total{reason="start-up",resource="configmaps.v1"}`:            "1",
 		`kubebridge_snapshot_items_total{resource="configmaps.v1"}`:                         "2",
 		`kubebridge_publish_rejected_total`:                                                 "0",
-		`kubebridge_queue_capacity`:                                                         "10000",
-		`kubebridge_queue_depth`:                                                            "0",
+		`kubebridge_publish_buffer_limit_bytes`:                                             "6.7108864e+07",
+		`kubebridge_publish_buffer_bytes`:                                                   "0",
+		`kubebridge_pending_objects`:                                                        "0",
+		`kubebridge_resource_ready{resource="configmaps.v1"}`:                               "1",
 		`kubebridge_publish_in_flight`:                                                      "0",
 		`kubebridge_nats_connected`:                                                         "1",
 		`kubebridge_publish_latency_seconds_count`:                                          "9",
@@ -70,7 +79,7 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 	if m := mismatch(want, got); m != "" {
 		t.Error(m)
 	}
-	for _, name := range []string{"kubebridge_changes_dropped_total", "kubebridge_events_superseded_total", "kubebridge_oversize_objects_total"} {
+	for _, name := range []string{"kubebridge_changes_coalesced_total", "kubebridge_events_superseded_total", "kubebridge_unpublishable_objects_total", "kubebridge_snapshot_failures_total", "kubebridge_oversize_objects_total"} {
 		for k, v := range got {
 			if strings.HasPrefix(k, name) && v != "0" {
 				t.Errorf("%s = %s, want 0", k, v)
@@ -89,23 +98,55 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 }
 
 func TestReadinessAndLiveness(t *testing.T) {
-	if err := readiness(false, false, false); err == nil || err.Error() != "informer caches not synced; start-up snapshots not published; NATS not connected" {
+	if err := readiness(nil, false, false); err == nil || err.Error() != "resource types not resolved yet; NATS not connected" {
 		t.Errorf("readiness = %v", err)
 	}
-	if err := readiness(true, true, true); err != nil {
+	m := metrics.New()
+	var readies int
+	cm, secrets := newTypeStatus("configmaps.v1", m, func() { readies++ }), newTypeStatus("secrets.v1", m, func() { readies++ })
+	types := []*typeStatus{cm, secrets}
+	cm.setSynced()
+	cm.setSnapshotted()
+	err := readiness(types, true, true)
+	if err == nil || err.Error() != "secrets.v1: informer cache not synced (list or watch failing?)" {
+		t.Errorf("readiness with secrets not synced = %v", err)
+	}
+	secrets.setSynced()
+	if err := readiness(types, true, true); err == nil || err.Error() != "secrets.v1: start-up snapshot not stored" {
+		t.Errorf("readiness with secrets synced = %v", err)
+	}
+	secrets.setSnapshotted()
+	secrets.setSnapshotted()
+	if err := readiness(types, true, true); err != nil {
 		t.Errorf("readiness = %v", err)
 	}
-	sh := newShared(10, metrics.New())
-	if err := sh.live(true, 0, time.Millisecond); err != nil {
+	if readies != 2 {
+		t.Errorf("onReady called %d times, want once per type", readies)
+	}
+	for _, r := range []string{"configmaps.v1", "secrets.v1"} {
+		var d dto.Metric
+		if err := m.ResourceReady.WithLabelValues(r).Write(&d); err != nil || d.GetGauge().GetValue() != 1 {
+			t.Errorf("resource_ready{%s} = %v (%v)", r, d.GetGauge().GetValue(), err)
+		}
+	}
+
+	l := newLiveness(time.Millisecond)
+	if err := l.check(true, 0); err != nil {
 		t.Errorf("idle bridge not live: %v", err)
 	}
 	time.Sleep(5 * time.Millisecond)
-	if err := sh.live(false, 3, time.Millisecond); err != nil {
+	if err := l.check(false, 3); err != nil {
 		t.Errorf("a NATS outage made the bridge not live: %v", err)
 	}
 	time.Sleep(5 * time.Millisecond)
-	if err := sh.live(true, 3, time.Millisecond); err == nil {
-		t.Error("events waiting with NATS connected and no progress: still live")
+	if err := l.check(true, 3); err == nil {
+		t.Error("work waiting with NATS connected and nothing happening: still live")
+	}
+	// Failing attempts (JetStream unavailable while NATS is connected) are
+	// activity: the loop is not stuck.
+	activityObserver{metrics.PublishObserver{M: m}, l}.Retried(nil, errors.New("no responders"))
+	if err := l.check(true, 3); err != nil {
+		t.Errorf("retrying publishes made the bridge not live: %v", err)
 	}
 }
 

@@ -2,48 +2,67 @@ package bridge
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
-// orderGuard keeps the stream free of regressions. A snapshot lists the
-// indexer, which runs ahead of the handler queue: an item can carry a newer
-// state of an object than a change still waiting in the queue. The guard
-// remembers the last resourceVersion handed on per object and drops anything
-// older, so a consumer never sees an object go back in time.
+// orderGuard keeps the stream free of regressions. A snapshot item is read
+// from the informer cache, which runs ahead of the handler notifications:
+// an item can carry a newer state of an object than a change the handler
+// has yet to deliver. The guard remembers the last resourceVersion handed on
+// per uid and drops anything older, so a consumer never sees an object go
+// back in time.
+//
+// Versions are compared per uid, not per name: a name deleted and created
+// again is a new object, and the old one's delete must still be published.
+// A delete is never dropped and makes the guard forget the uid. Each
+// snapshot's end also forgets every uid of its type that neither an item
+// nor an event touched since its begin: objects that no longer exist.
+// The guard's memory is thus one entry per existing object (see
+// docs/memory.md for its size).
 //
 // It is used by the sequencer goroutine only.
 type orderGuard struct {
-	last   map[*informers.Resource]map[objectKey]lastSeen
-	active map[*informers.Resource]bool
+	types map[*informers.Resource]*typeGuard
 }
 
-type objectKey struct{ namespace, name string }
-
-type lastSeen struct {
-	rv string
-	// deleted marks a delete seen during a snapshot: an item of that
-	// snapshot listed before the delete must not bring the object back.
-	deleted bool
+type typeGuard struct {
+	last map[types.UID]guardEntry
+	// epoch counts this type's snapshot begins; an entry remembers the
+	// epoch it was last touched in.
+	epoch uint32
 }
 
-func newOrderGuard() *orderGuard {
-	return &orderGuard{last: map[*informers.Resource]map[objectKey]lastSeen{}, active: map[*informers.Resource]bool{}}
+type guardEntry struct {
+	rv    string
+	epoch uint32
+}
+
+func newOrderGuard() *orderGuard { return &orderGuard{types: map[*informers.Resource]*typeGuard{}} }
+
+func (g *orderGuard) of(r *informers.Resource) *typeGuard {
+	t := g.types[r]
+	if t == nil {
+		t = &typeGuard{last: map[types.UID]guardEntry{}}
+		g.types[r] = t
+	}
+	return t
 }
 
 // admit reports whether c is to be published, updating what the guard
 // remembers.
 func (g *orderGuard) admit(c *informers.Change) bool {
+	t := g.of(c.Resource)
 	switch c.Verb {
 	case informers.SnapshotBegin:
-		g.active[c.Resource] = true
+		t.epoch++
 		return true
 	case informers.SnapshotEnd:
-		delete(g.active, c.Resource)
-		for k, v := range g.last[c.Resource] {
-			if v.deleted {
-				delete(g.last[c.Resource], k)
+		for uid, e := range t.last {
+			if e.epoch != t.epoch {
+				delete(t.last, uid)
 			}
 		}
 		return true
@@ -52,30 +71,26 @@ func (g *orderGuard) admit(c *informers.Change) bool {
 	if err != nil {
 		return true
 	}
-	objs := g.last[c.Resource]
-	if objs == nil {
-		objs = map[objectKey]lastSeen{}
-		g.last[c.Resource] = objs
+	uid := m.GetUID()
+	if c.Verb == informers.Deleted {
+		delete(t.last, uid)
+		return true
 	}
-	key := objectKey{m.GetNamespace(), m.GetName()}
 	rv := m.GetResourceVersion()
-	if prev, ok := objs[key]; ok {
-		cmp, err := resourceversion.CompareResourceVersion(rv, prev.rv)
-		// A delete inferred from a relist carries the last cached state, so
-		// an item listed before it can have the same version: the delete
-		// still wins.
-		if err == nil && (cmp < 0 || cmp == 0 && prev.deleted && c.Verb == informers.SnapshotItem) {
+	if prev, ok := t.last[uid]; ok {
+		if cmp, err := resourceversion.CompareResourceVersion(rv, prev.rv); err == nil && cmp < 0 {
 			return false
 		}
 	}
-	snapshotting := g.active[c.Resource]
-	switch {
-	case c.Verb == informers.Deleted && snapshotting:
-		objs[key] = lastSeen{rv: rv, deleted: true}
-	case c.Verb == informers.Deleted:
-		delete(objs, key)
-	default:
-		objs[key] = lastSeen{rv: rv}
-	}
+	t.last[uid] = guardEntry{rv: rv, epoch: t.epoch}
 	return true
+}
+
+// size is the number of objects remembered, for tests and docs.
+func (g *orderGuard) size() int {
+	n := 0
+	for _, t := range g.types {
+		n += len(t.last)
+	}
+	return n
 }

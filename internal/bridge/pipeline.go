@@ -3,17 +3,13 @@ package bridge
 import (
 	"context"
 	"errors"
-
-	"github.com/nats-io/nats.go"
 	"sync"
 	"sync/atomic"
 
-	"time"
-
+	"github.com/nats-io/nats.go"
 	"k8s.io/klog/v2"
 
 	"github.com/kubebridge/kubebridge/internal/metrics"
-
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 	"github.com/kubebridge/kubebridge/pkg/sink"
@@ -21,34 +17,35 @@ import (
 
 // counters are the pipeline's running totals, logged at shutdown.
 type counters struct {
-	superseded atomic.Int64
-	encodeErrs atomic.Int64
-	truncated  atomic.Int64
-	acked      atomic.Int64
-	unacked    atomic.Int64
+	superseded    atomic.Int64
+	unpublishable atomic.Int64
+	truncated     atomic.Int64
+	acked         atomic.Int64
+	unacked       atomic.Int64
 }
 
-// pipeline moves changes from the queue to the publisher's input: the
+// pipeline moves work from the intake to the publisher's input: the
 // sequencer applies the order guard, encoders work in parallel, and the
-// collector hands envelopes on in the order the sequencer saw them.
+// collector hands envelopes on in the order the sequencer saw them, within
+// the byte budget.
 type pipeline struct {
-	queue    *queue
+	intake   *intake
 	guard    *orderGuard
 	encoder  *encode.Encoder
 	workers  int
+	budget   *byteBudget
 	out      chan sink.Envelope
 	counters *counters
 	markers  *markerWaiter
 	metrics  *metrics.Metrics
-	// progress is the Unix time in nanoseconds of the last acknowledgement.
-	progress *atomic.Int64
 	// maxPayload is the current limit on a message's size; it can change
-	// when the connection moves to another server.
+	// when the connection moves to another server or the stream is edited.
 	maxPayload func() int
-	// rejected is told about a type whose event JetStream refused for good,
-	// so that it can be snapshotted again.
-	rejected func(*informers.Resource)
-	items    snapshotItems
+	// rereadLimits is called after JetStream rejected a message, before it
+	// is tried again without its content.
+	rereadLimits  func()
+	unpublishable *unpublishable
+	items         snapshotItems
 }
 
 // snapshotItems counts the items of each open snapshot that were stored,
@@ -85,23 +82,24 @@ func (s *snapshotItems) close(id string) int {
 }
 
 type job struct {
-	c    informers.Change
+	w    work
 	slot chan sink.Envelope
 }
 
-// run returns once soft is done and the queue is empty, or hard is done,
-// closing p.out either way.
+// run returns once soft is done and nothing waits in the intake, or hard is
+// done, closing p.out either way.
 func (p *pipeline) run(soft, hard context.Context) {
 	logger := klog.FromContext(soft)
-	jobs := make(chan job, p.workers*4)
-	ordered := make(chan chan sink.Envelope, p.workers*64)
+	jobs := make(chan job, p.workers*2)
+	// Few slots: encoded messages waiting here are outside the budget.
+	ordered := make(chan chan sink.Envelope, p.workers*4)
 	var wg sync.WaitGroup
 	for range p.workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				j.slot <- p.envelope(logger, j.c)
+				j.slot <- p.envelope(logger, j.w)
 			}
 		}()
 	}
@@ -109,33 +107,18 @@ func (p *pipeline) run(soft, hard context.Context) {
 	go func() {
 		defer close(collected)
 		defer close(p.out)
-		for slot := range ordered {
-			var env sink.Envelope
-			select {
-			case env = <-slot:
-			case <-hard.Done():
-				return
-			}
-			if env.Msg == nil && env.Build == nil {
-				continue
-			}
-			select {
-			case p.out <- env:
-			case <-hard.Done():
-				finishEnvelope(env, sink.ErrShutdown)
-				return
-			}
-		}
+		p.collect(hard, ordered)
 	}()
 
-	send := func(c informers.Change) bool {
-		if !p.guard.admit(&c) {
+	send := func(w work) bool {
+		if !p.guard.admit(&w.c) {
 			p.counters.superseded.Add(1)
-			p.metrics.EventsSuperseded.WithLabelValues(c.Resource.String()).Inc()
+			p.metrics.EventsSuperseded.WithLabelValues(w.c.Resource.String()).Inc()
+			p.intake.done(w.ref)
 			return true
 		}
-		if c.Verb == informers.SnapshotBegin {
-			p.items.open(c.SnapshotID)
+		if w.c.Verb == informers.SnapshotBegin {
+			p.items.open(w.c.SnapshotID)
 		}
 		slot := make(chan sink.Envelope, 1)
 		select {
@@ -144,7 +127,7 @@ func (p *pipeline) run(soft, hard context.Context) {
 			return false
 		}
 		select {
-		case jobs <- job{c: c, slot: slot}:
+		case jobs <- job{w: w, slot: slot}:
 			return true
 		case <-hard.Done():
 			return false
@@ -152,23 +135,19 @@ func (p *pipeline) run(soft, hard context.Context) {
 	}
 	func() {
 		for {
-			select {
-			case c := <-p.queue.ch:
-				if !send(c) {
-					return
-				}
-			case <-soft.Done():
-				// Hand on what is already queued, then stop.
-				for {
-					select {
-					case c := <-p.queue.ch:
-						if !send(c) {
-							return
-						}
-					default:
-						return
-					}
-				}
+			w, ok := p.intake.next(soft, true)
+			if !ok {
+				break
+			}
+			if !send(w) {
+				return
+			}
+		}
+		// Shutting down: hand on what waits, start no snapshot step.
+		for {
+			w, ok := p.intake.next(hard, false)
+			if !ok || !send(w) {
+				return
 			}
 		}
 	}()
@@ -178,7 +157,41 @@ func (p *pipeline) run(soft, hard context.Context) {
 	<-collected
 }
 
-func (p *pipeline) envelope(logger klog.Logger, c informers.Change) sink.Envelope {
+// collect hands envelopes on in order, each once the budget has room for it.
+func (p *pipeline) collect(hard context.Context, ordered <-chan chan sink.Envelope) {
+	for slot := range ordered {
+		var env sink.Envelope
+		select {
+		case env = <-slot:
+		case <-hard.Done():
+			return
+		}
+		if env.Msg == nil && env.Build == nil {
+			continue
+		}
+		n, err := p.budget.acquire(hard, msgBytes(env.Msg))
+		if err != nil {
+			finishEnvelope(env, sink.ErrShutdown)
+			return
+		}
+		settle := env.Done
+		env.Done = func(err error) {
+			p.budget.release(n)
+			settle(err)
+		}
+		select {
+		case p.out <- env:
+		case <-hard.Done():
+			finishEnvelope(env, sink.ErrShutdown)
+			return
+		}
+	}
+}
+
+// envelope encodes w. Every path ends in exactly one call of the intake's
+// done for an object, once the publish is settled.
+func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
+	c := w.c
 	resource := c.Resource.String()
 	verb, snapshotID := c.Verb, c.SnapshotID
 	published := p.metrics.EventsPublished.WithLabelValues(resource, string(verb))
@@ -186,31 +199,44 @@ func (p *pipeline) envelope(logger klog.Logger, c informers.Change) sink.Envelop
 	if verb == informers.SnapshotItem {
 		stored = p.items.counter(snapshotID)
 	}
+	// endCount is the end marker's item count, taken when it is built.
+	var endCount int
 	done := func(err error) {
-		if err == nil {
+		switch {
+		case err == nil:
 			p.counters.acked.Add(1)
 			published.Inc()
-			p.progress.Store(time.Now().UnixNano())
 			if stored != nil {
 				stored.Add(1)
 			}
-		} else {
+			p.unpublishable.forget(c)
+		case errors.Is(err, sink.ErrRejected) && w.ref != (objectRef{}) && !w.truncate:
+			// The stream's limits may have changed: read them again and
+			// send the object without its content, in its turn.
 			p.counters.unacked.Add(1)
-			if errors.Is(err, sink.ErrRejected) {
-				p.rejected(c.Resource)
-			}
+			p.rereadLimits()
+			p.intake.requeue(w.ref, c)
+			return
+		case errors.Is(err, sink.ErrRejected) && w.ref != (objectRef{}):
+			p.counters.unacked.Add(1)
+			p.giveUp(logger, c, err)
+		default:
+			p.counters.unacked.Add(1)
 		}
 		if verb == informers.SnapshotEnd {
-			p.markers.done(snapshotID, err)
+			p.markers.done(snapshotID, markerResult{stored: endCount, err: err})
+		}
+		if w.ref != (objectRef{}) {
+			p.intake.done(w.ref)
 		}
 	}
 	if verb == informers.SnapshotEnd {
 		// Encoded when every item before it is settled, with their count.
 		return sink.Envelope{Barrier: true, Done: done, Build: func() (*nats.Msg, error) {
-			c.SnapshotCount = p.items.close(snapshotID)
+			endCount = p.items.close(snapshotID)
+			c.SnapshotCount = endCount
 			enc, err := p.encoder.EncodeWithin(c, p.maxPayload())
 			if err != nil {
-				p.counters.encodeErrs.Add(1)
 				p.metrics.EncodeErrors.WithLabelValues(resource).Inc()
 				return nil, err
 			}
@@ -218,19 +244,41 @@ func (p *pipeline) envelope(logger klog.Logger, c informers.Change) sink.Envelop
 		}}
 	}
 	limit := p.maxPayload()
-	enc, err := p.encoder.EncodeWithin(c, limit)
+	var enc encode.Encoded
+	var err error
+	if w.truncate {
+		enc, err = p.encoder.EncodeTruncated(c, limit)
+	} else {
+		enc, err = p.encoder.EncodeWithin(c, limit)
+	}
 	if err != nil {
-		p.counters.encodeErrs.Add(1)
 		p.metrics.EncodeErrors.WithLabelValues(resource).Inc()
-		logger.Error(err, "Cannot encode change; it is not published", "resource", resource, "verb", verb)
+		p.giveUp(logger, c, err)
+		if w.ref != (objectRef{}) {
+			p.intake.done(w.ref)
+		}
+		if verb.IsMarker() {
+			p.markers.done(snapshotID, markerResult{err: err})
+		}
 		return sink.Envelope{}
 	}
 	if enc.Truncated {
 		p.counters.truncated.Add(1)
 		p.metrics.OversizeObjects.WithLabelValues(resource).Inc()
-		logger.Info("Object exceeds the NATS max payload; published without its content (truncated=true)", "subject", enc.Msg.Subject, "id", enc.ID, "limit", limit)
+		logger.Info("Object exceeds the message size limit; published without its content (truncated=true)", "subject", enc.Msg.Subject, "id", enc.ID, "limit", limit)
 	}
 	return sink.Envelope{Msg: enc.Msg, Barrier: verb.IsMarker(), Done: done}
+}
+
+// giveUp records a change that cannot be published in any form.
+func (p *pipeline) giveUp(logger klog.Logger, c informers.Change, err error) {
+	if !p.unpublishable.record(c) {
+		return
+	}
+	p.counters.unpublishable.Add(1)
+	p.metrics.Unpublishable.WithLabelValues(c.Resource.String()).Inc()
+	logger.Error(err, "Cannot publish this object even without its content; it is left out until it changes",
+		"resource", c.Resource.String(), "verb", c.Verb, "object", objectName(c.Object), "resourceVersion", resourceVersionOf(c.Object))
 }
 
 func finishEnvelope(env sink.Envelope, err error) {
@@ -239,30 +287,40 @@ func finishEnvelope(env sink.Envelope, err error) {
 	}
 }
 
+// markerResult is what a snapshotter learns of its end marker.
+type markerResult struct {
+	stored int
+	err    error
+}
+
 // markerWaiter lets a snapshotter wait for its end marker to be stored.
 type markerWaiter struct {
 	mu      sync.Mutex
-	waiting map[string]chan error
+	waiting map[string]chan markerResult
 }
 
-func newMarkerWaiter() *markerWaiter { return &markerWaiter{waiting: map[string]chan error{}} }
+func newMarkerWaiter() *markerWaiter { return &markerWaiter{waiting: map[string]chan markerResult{}} }
 
-func (w *markerWaiter) expect(snapshotID string) <-chan error {
-	ch := make(chan error, 1)
+func (w *markerWaiter) expect(snapshotID string) <-chan markerResult {
+	ch := make(chan markerResult, 1)
 	w.mu.Lock()
 	w.waiting[snapshotID] = ch
 	w.mu.Unlock()
 	return ch
 }
 
-func (w *markerWaiter) done(snapshotID string, err error) {
+func (w *markerWaiter) forget(snapshotID string) {
+	w.mu.Lock()
+	delete(w.waiting, snapshotID)
+	w.mu.Unlock()
+}
+
+func (w *markerWaiter) done(snapshotID string, r markerResult) {
 	w.mu.Lock()
 	ch := w.waiting[snapshotID]
 	delete(w.waiting, snapshotID)
 	w.mu.Unlock()
 	if ch != nil {
-		ch <- err
+		ch <- r
 	}
 }
-
-var errEndNotPublished = errors.New("snapshot end marker was not published")

@@ -2,27 +2,36 @@ package bridge
 
 import (
 	"context"
+	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
+	"github.com/kubebridge/kubebridge/pkg/sink"
 )
 
 // recordingStream acknowledges every publish at once, except those on
-// rejectSubject, which fail as too large; it records what it stored.
+// rejectFull (refused unless sent truncated) and rejectAlways (always
+// refused), which fail as too large; it records what it stored.
 type recordingStream struct {
-	mu            sync.Mutex
-	stored        []*nats.Msg
-	rejectSubject string
+	mu           sync.Mutex
+	stored       []*nats.Msg
+	rejectFull   string
+	rejectAlways string
 }
 
 type ackedFuture struct {
@@ -36,7 +45,7 @@ func (f ackedFuture) Err() <-chan error            { return f.err }
 func (f ackedFuture) Msg() *nats.Msg               { return f.m }
 
 func (r *recordingStream) PublishMsgAsync(m *nats.Msg, _ ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
-	if m.Subject == r.rejectSubject {
+	if m.Subject == r.rejectAlways || m.Subject == r.rejectFull && m.Header.Get("ce-truncated") != "true" {
 		return nil, nats.ErrMaxPayload
 	}
 	r.mu.Lock()
@@ -47,59 +56,140 @@ func (r *recordingStream) PublishMsgAsync(m *nats.Msg, _ ...jetstream.PublishOpt
 	return f, nil
 }
 
-// The end marker counts the items that were stored: not those the order
-// guard dropped, nor those JetStream rejected. A rejection marks the type
-// for another snapshot.
-func TestSnapshotEndCountsStoredItems(t *testing.T) {
-	cfg := testConfig(t, nil)
-	sh := newShared(cfg.QueueSize, metrics.New())
-	var rejected []*informers.Resource
-	var mu sync.Mutex
-	sh.rejected = func(r *informers.Resource) { mu.Lock(); rejected = append(rejected, r); mu.Unlock() }
-	stream := &recordingStream{rejectSubject: testSubjects.Object(configMaps, "ns", "big")}
+func (r *recordingStream) messages() []*nats.Msg {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*nats.Msg(nil), r.stored...)
+}
+
+// mapCache is a cacheReader over a fixed set of objects.
+type mapCache map[string]runtime.Object
+
+func (c mapCache) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (c mapCache) Get(key string) (runtime.Object, bool) { o, ok := c[key]; return o, ok }
+
+// runPublishing starts the intake-to-JetStream half on js and stops it when
+// the test ends.
+func runPublishing(t testing.TB, cfg *config.Config, js sink.AsyncPublisher, d publishingDeps) (*publishing, func()) {
+	t.Helper()
 	soft, stop := context.WithCancel(context.Background())
 	hard, cancelHard := context.WithCancel(context.Background())
-	defer cancelHard()
 	var wg sync.WaitGroup
-	if _, _, err := startPublishing(soft, hard, &wg, cfg, stream, &encode.Encoder{Subjects: testSubjects}, sh); err != nil {
+	d.js = js
+	if d.encoder == nil {
+		d.encoder = &encode.Encoder{Subjects: testSubjects}
+	}
+	if d.metrics == nil {
+		d.metrics = metrics.New()
+	}
+	if d.maxPayload == nil {
+		d.maxPayload = func() int { return 0 }
+	}
+	in := newIntake(time.Now, func(r *informers.Resource, n int) {
+		d.metrics.ChangesCoalesced.WithLabelValues(r.String()).Add(float64(n))
+	})
+	pb, err := startPublishing(soft, hard, &wg, cfg, in, d)
+	if err != nil {
 		t.Fatal(err)
 	}
-	cm := func(name, rv string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), ResourceVersion: rv}}
+	var once sync.Once
+	finish := func() {
+		once.Do(func() {
+			stop()
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Error("publishing did not stop within 30s")
+			}
+			cancelHard()
+			wg.Wait()
+		})
 	}
-	ended := sh.markers.expect("s1")
-	for _, c := range []informers.Change{
-		{Verb: informers.Added, Object: cm("a", "20")},
-		{Verb: informers.SnapshotBegin, SnapshotID: "s1"},
-		{Verb: informers.SnapshotItem, Object: cm("a", "10"), SnapshotID: "s1"},   // overtaken: dropped
-		{Verb: informers.SnapshotItem, Object: cm("big", "11"), SnapshotID: "s1"}, // rejected
-		{Verb: informers.SnapshotItem, Object: cm("b", "12"), SnapshotID: "s1"},
-		{Verb: informers.SnapshotEnd, SnapshotID: "s1", SnapshotCount: 3},
-	} {
-		c.Resource = configMaps
-		c.ObservedAt = time.Unix(0, 0)
-		if err := sh.queue.Put(context.Background(), c); err != nil {
-			t.Fatal(err)
-		}
+	t.Cleanup(finish)
+	return pb, finish
+}
+
+func testCM(ns, name, rv string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + ns + "-" + name), ResourceVersion: rv}}
+}
+
+// The end marker counts the items that were stored. A message JetStream
+// rejects is sent again without its content after the limits are read
+// again; one that is refused even so is left out of the count, logged and
+// counted once, and triggers no new snapshot.
+func TestSnapshotEndCountsStoredItems(t *testing.T) {
+	cfg := testConfig(t, nil)
+	stream := &recordingStream{rejectFull: testSubjects.Object(configMaps, "ns", "big"), rejectAlways: testSubjects.Object(configMaps, "ns", "never")}
+	var rereads atomic.Int64
+	m := metrics.New()
+	pb, stop := runPublishing(t, cfg, stream, publishingDeps{metrics: m, rereadLimits: func() { rereads.Add(1) }})
+	cache := mapCache{}
+	for _, name := range []string{"a", "big", "never", "b"} {
+		cache["ns/"+name] = testCM("ns", name, "10")
 	}
-	select {
-	case err := <-ended:
-		if err != nil {
-			t.Fatal(err)
+	for _, id := range []string{"s1", "s2"} {
+		ended := pb.markers.expect(id)
+		pb.intake.requestSnapshot(configMaps, cache, id)
+		select {
+		case r := <-ended:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if r.stored != 3 {
+				t.Errorf("snapshot %s: stored %d items, want 3 (a, big truncated, b)", id, r.stored)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("end marker of %s not stored", id)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("end marker not stored")
 	}
 	stop()
-	wg.Wait()
-	last := stream.stored[len(stream.stored)-1]
-	if got := last.Header.Get("ce-type"); got != encode.TypeSnapshotEnd {
-		t.Fatalf("last stored %s", got)
+	msgs := stream.messages()
+	var ends []*nats.Msg
+	truncated := 0
+	for _, msg := range msgs {
+		switch {
+		case msg.Header.Get("ce-type") == encode.TypeSnapshotEnd:
+			ends = append(ends, msg)
+		case msg.Subject == stream.rejectFull && msg.Header.Get("ce-truncated") == "true":
+			truncated++
+		case msg.Subject == stream.rejectAlways:
+			t.Errorf("stored a message on %s", msg.Subject)
+		}
 	}
-	if got := last.Header.Get("ce-snapshotcount"); got != "1" {
-		t.Errorf("snapshotcount %s, want 1: one item stored of three listed", got)
+	if len(ends) != 2 {
+		t.Fatalf("stored %d end markers, want 2", len(ends))
 	}
-	if len(rejected) != 1 || rejected[0] != configMaps {
-		t.Errorf("rejected hook got %v, want configmaps once", rejected)
+	for _, e := range ends {
+		if got := e.Header.Get("ce-snapshotcount"); got != "3" {
+			t.Errorf("snapshotcount %s, want 3", got)
+		}
 	}
+	if truncated != 2 {
+		t.Errorf("big stored truncated %d times, want once per snapshot", truncated)
+	}
+	if rereads.Load() == 0 {
+		t.Error("limits were not read again after a rejection")
+	}
+	if got := counterValue(t, m.Unpublishable.WithLabelValues(configMaps.String())); got != 1 {
+		t.Errorf("unpublishable counted %v times, want once for one resourceVersion", got)
+	}
+}
+
+func counterValue(t testing.TB, c prometheus.Counter) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := c.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d.GetCounter().GetValue()
 }

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
@@ -10,7 +11,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubebridge/kubebridge/internal/metrics"
-
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -27,103 +27,121 @@ func newSnapshotIDs(start time.Time) *snapshotIDs {
 
 func (s *snapshotIDs) next() string { return s.base + "-" + strconv.FormatInt(s.n.Add(1), 10) }
 
-// snapshotter publishes the framed snapshots of one resource type, one at a
-// time: begin marker, one item per object in the indexer, end marker.
+// snapshotter publishes the snapshots of one resource type: the start-up
+// one as soon as the type's own cache has synced, then one every period.
+// A snapshot that fails is retried with backoff; the type is never left
+// without its start-up snapshot.
 type snapshotter struct {
-	src      *informers.Source
-	queue    *queue
-	markers  *markerWaiter
-	ids      *snapshotIDs
-	now      func() time.Time
-	period   time.Duration
-	canCatch func() bool
-	metrics  *metrics.Metrics
-	// progressEvery is how often a long snapshot logs its progress.
-	progressEvery time.Duration
+	src     *informers.Source
+	intake  *intake
+	markers *markerWaiter
+	ids     *snapshotIDs
+	period  time.Duration
+	metrics *metrics.Metrics
+	status  *typeStatus
+	// minBackoff and maxBackoff bound the wait before a failed snapshot
+	// is tried again.
+	minBackoff, maxBackoff time.Duration
+	// syncLogEvery is how often a type whose cache has not synced says so.
+	syncLogEvery time.Duration
 }
 
-// run publishes the start-up snapshot, closes started, then keeps
-// publishing periodic snapshots and snapshots of a dirty type until ctx ends.
-func (s *snapshotter) run(ctx context.Context, started chan<- error) {
-	logger := klog.FromContext(ctx).WithValues("resource", s.src.Resource.String())
+// run returns when ctx ends.
+func (s *snapshotter) run(ctx context.Context) {
+	res := s.src.Resource.String()
+	logger := klog.FromContext(ctx).WithValues("resource", res)
 	ctx = klog.NewContext(ctx, logger)
-	err := s.snapshot(ctx, "start-up")
-	started <- err
-	if err != nil {
+	if !s.waitForSync(ctx) {
 		return
 	}
-	var periodic <-chan time.Time
-	if s.period > 0 {
-		t := time.NewTicker(s.period)
-		defer t.Stop()
-		periodic = t.C
-	}
-	dirtyCheck := time.NewTicker(time.Second)
-	defer dirtyCheck.Stop()
+	s.status.setSynced()
+	reason := "start-up"
+	backoff := s.minBackoff
 	for {
+		err := s.snapshot(ctx, reason)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			s.metrics.SnapshotFailures.WithLabelValues(res).Inc()
+			logger.Error(err, "Snapshot failed; trying again", "reason", reason, "retryIn", backoff)
+			if !sleep(ctx, backoff) {
+				return
+			}
+			backoff = min(2*backoff, s.maxBackoff)
+			continue
+		}
+		backoff = s.minBackoff
+		if reason == "start-up" {
+			s.status.setSnapshotted()
+		}
+		if s.period <= 0 || !sleep(ctx, s.period) {
+			return
+		}
+		reason = "periodic"
+	}
+}
+
+// waitForSync waits for this type's cache alone, so that a type that cannot
+// be listed (forbidden, its CRD deleted) holds up nobody else.
+func (s *snapshotter) waitForSync(ctx context.Context) bool {
+	logger := klog.FromContext(ctx)
+	start := time.Now()
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	nextLog := start.Add(s.syncLogEvery)
+	for !s.src.HasSynced() {
 		select {
 		case <-ctx.Done():
-			return
-		case <-periodic:
-			if err := s.snapshot(ctx, "periodic"); err != nil {
-				return
-			}
-		case <-dirtyCheck.C:
-			// Wait until the queue has room and NATS is reachable: a
-			// snapshot taken earlier would only be dropped again.
-			if !s.src.Dirty() || s.queue.Len() > s.queue.Cap()/2 || !s.canCatch() {
-				continue
-			}
-			s.src.TakeDirty()
-			s.metrics.DirtyResnapshots.WithLabelValues(s.src.Resource.String()).Inc()
-			logger.Info("Changes were dropped while the queue was full; publishing a fresh snapshot", "droppedTotal", s.src.Dropped())
-			if err := s.snapshot(ctx, "dropped-changes"); err != nil {
-				return
+			return false
+		case now := <-poll.C:
+			if now.After(nextLog) {
+				nextLog = now.Add(s.syncLogEvery)
+				logger.Info("Informer cache has not synced yet; this type is not snapshotted until it has (see the watch errors above)",
+					"waiting", time.Since(start).Round(time.Second))
 			}
 		}
 	}
+	logger.V(2).Info("Informer cache synced", "duration", time.Since(start).Round(time.Millisecond))
+	return true
 }
 
 func (s *snapshotter) snapshot(ctx context.Context, reason string) error {
 	logger := klog.FromContext(ctx)
-	res := s.src.Resource
+	res := s.src.Resource.String()
 	id := s.ids.next()
 	start := time.Now()
 	ended := s.markers.expect(id)
-	// The begin marker is queued before the indexer is listed: every change
-	// queued before it is older than what the listing will show.
-	if err := s.queue.Put(ctx, informers.Change{Verb: informers.SnapshotBegin, Resource: res, SnapshotID: id, ObservedAt: s.now()}); err != nil {
-		return err
-	}
-	objs := s.src.List()
-	logger.V(2).Info("Snapshot started", "snapshotID", id, "reason", reason, "objects", len(objs))
-	lastLog := start
-	for i, obj := range objs {
-		if err := s.queue.Put(ctx, informers.Change{Verb: informers.SnapshotItem, Resource: res, Object: obj, SnapshotID: id, ObservedAt: s.now()}); err != nil {
-			return err
-		}
-		if time.Since(lastLog) >= s.progressEvery {
-			lastLog = time.Now()
-			elapsed := time.Since(start)
-			logger.Info("Snapshot in progress", "snapshotID", id, "queued", i+1, "of", len(objs), "elapsed", elapsed.Round(time.Millisecond), "perSecond", int(float64(i+1)/elapsed.Seconds()))
-		}
-	}
-	// The pipeline fills in the count of items actually stored.
-	if err := s.queue.Put(ctx, informers.Change{Verb: informers.SnapshotEnd, Resource: res, SnapshotID: id, ObservedAt: s.now()}); err != nil {
-		return err
-	}
+	s.intake.requestSnapshot(s.src.Resource, s.src, id)
+	logger.V(2).Info("Snapshot requested", "snapshotID", id, "reason", reason)
+	var r markerResult
 	select {
-	case err := <-ended:
-		if err != nil {
-			return fmt.Errorf("%w: %s snapshot %s: %w", errEndNotPublished, res, id, err)
-		}
+	case r = <-ended:
 	case <-ctx.Done():
+		s.markers.forget(id)
 		return ctx.Err()
 	}
+	if r.err != nil {
+		return fmt.Errorf("%w: %s snapshot %s: %w", errEndNotPublished, res, id, r.err)
+	}
 	elapsed := time.Since(start)
-	s.metrics.Snapshots.WithLabelValues(res.String(), reason).Inc()
-	s.metrics.SnapshotDuration.WithLabelValues(res.String()).Observe(elapsed.Seconds())
-	s.metrics.SnapshotItems.WithLabelValues(res.String()).Add(float64(len(objs)))
-	logger.Info("Snapshot published", "snapshotID", id, "reason", reason, "items", len(objs), "duration", elapsed.Round(time.Millisecond), "perSecond", int(float64(len(objs))/max(elapsed.Seconds(), 1e-9)))
+	s.metrics.Snapshots.WithLabelValues(res, reason).Inc()
+	s.metrics.SnapshotDuration.WithLabelValues(res).Observe(elapsed.Seconds())
+	s.metrics.SnapshotItems.WithLabelValues(res).Add(float64(r.stored))
+	logger.Info("Snapshot published", "snapshotID", id, "reason", reason, "items", r.stored, "duration", elapsed.Round(time.Millisecond),
+		"perSecond", int(float64(r.stored)/max(elapsed.Seconds(), 1e-9)))
 	return nil
 }
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+var errEndNotPublished = errors.New("snapshot end marker was not published")

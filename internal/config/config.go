@@ -27,7 +27,7 @@ type Config struct {
 	SubjectPrefix string `env:"BRIDGE_SUBJECT_PREFIX, default=kubebridge" help:"First token(s) of every subject: <prefix>.<cluster>.<group>.<version>.<resource>.<namespace>.<name>."`
 
 	ResyncPeriod       time.Duration `env:"BRIDGE_RESYNC_PERIOD, default=1h" help:"How often each type's full snapshot is published again after the start-up one; 0 disables periodic snapshots."`
-	QueueSize          int           `env:"BRIDGE_QUEUE_SIZE, default=10000" help:"Changes buffered between informers and NATS; when full, changes are dropped and the type is snapshotted again once NATS catches up."`
+	PublishBufferBytes ByteSize      `env:"BRIDGE_PUBLISH_BUFFER_BYTES, default=64Mi" help:"Bytes of encoded events buffered for and in flight to JetStream, as a quantity (64Mi, 500k). When spent, changes wait per object and coalesce; nothing is dropped. Keep well below the pod's memory limit."`
 	EncodeWorkers      int           `env:"BRIDGE_ENCODE_WORKERS, default=0" help:"Goroutines encoding events in parallel (order is kept); 0 means one per CPU."`
 	PublishWindow      int           `env:"BRIDGE_PUBLISH_WINDOW, default=512" help:"Most JetStream publishes awaiting acknowledgement at once."`
 	PublishAckTimeout  time.Duration `env:"BRIDGE_PUBLISH_ACK_TIMEOUT, default=5s" help:"How long to wait for a JetStream acknowledgement before retrying a publish."`
@@ -182,8 +182,8 @@ func (c *Config) validate(lookup envconfig.Lookuper) []string {
 			add("BRIDGE_HTTP_ADDR=%q: must be host:port (e.g. :8080) or off", c.HTTPAddr)
 		}
 	}
-	if c.QueueSize < 1 {
-		add("BRIDGE_QUEUE_SIZE=%d: must be at least 1", c.QueueSize)
+	if c.PublishBufferBytes < 64<<10 {
+		add("BRIDGE_PUBLISH_BUFFER_BYTES=%d: must be at least 64Ki", c.PublishBufferBytes)
 	}
 	if c.PublishWindow < 1 {
 		add("BRIDGE_PUBLISH_WINDOW=%d: must be at least 1", c.PublishWindow)

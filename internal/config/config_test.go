@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubebridge/kubebridge/internal/config"
 )
@@ -63,6 +64,11 @@ func parseDefault(t *testing.T, f envField) reflect.Value {
 		var d time.Duration
 		d, err = time.ParseDuration(f.Default)
 		v.SetInt(int64(d))
+	case f.Field.Type == reflect.TypeFor[config.ByteSize]():
+		var q resource.Quantity
+		if q, err = resource.ParseQuantity(f.Default); err == nil {
+			v.SetInt(q.Value())
+		}
 	case v.Kind() == reflect.String:
 		v.SetString(f.Default)
 	case v.Kind() == reflect.Bool:
@@ -210,8 +216,8 @@ func TestLoadProblems(t *testing.T) {
 		{"shutdown timeout not a duration", env("BRIDGE_SHUTDOWN_TIMEOUT", "20 s"), []want{p("BRIDGE_SHUTDOWN_TIMEOUT", `"20 s"`, "in duration")}},
 		{"max age not a duration", env("BRIDGE_STREAM_MAX_AGE", "7d"), []want{p("BRIDGE_STREAM_MAX_AGE", `"7d"`, "unknown unit")}},
 		{"duplicate window not a duration", env("BRIDGE_STREAM_DUPLICATE_WINDOW", "two"), []want{p("BRIDGE_STREAM_DUPLICATE_WINDOW", "invalid duration")}},
-		{"queue size not a number", env("BRIDGE_QUEUE_SIZE", "abc"), []want{p("BRIDGE_QUEUE_SIZE", `"abc"`, "invalid syntax")}},
-		{"queue size out of range", env("BRIDGE_QUEUE_SIZE", "99999999999999999999"), []want{p("BRIDGE_QUEUE_SIZE", "out of range")}},
+		{"buffer bytes not a quantity", env("BRIDGE_PUBLISH_BUFFER_BYTES", "lots"), []want{p("BRIDGE_PUBLISH_BUFFER_BYTES", `"lots"`, "not a byte quantity")}},
+		{"buffer bytes fractional", env("BRIDGE_PUBLISH_BUFFER_BYTES", "1.5"), []want{p("BRIDGE_PUBLISH_BUFFER_BYTES", `"1.5"`, "not a whole number of bytes")}},
 		{"publish window fractional", env("BRIDGE_PUBLISH_WINDOW", "1.5"), []want{p("BRIDGE_PUBLISH_WINDOW", `"1.5"`, "invalid syntax")}},
 		{"encode workers not a number", env("BRIDGE_ENCODE_WORKERS", "many"), []want{p("BRIDGE_ENCODE_WORKERS", `"many"`, "invalid syntax")}},
 		{"log verbosity not a number", env("BRIDGE_LOG_VERBOSITY", "high"), []want{p("BRIDGE_LOG_VERBOSITY", `"high"`, "invalid syntax")}},
@@ -234,8 +240,8 @@ func TestLoadProblems(t *testing.T) {
 		{"negative duplicate window", env("BRIDGE_STREAM_DUPLICATE_WINDOW", "-2m"), []want{p("BRIDGE_STREAM_DUPLICATE_WINDOW", "must be positive")}},
 
 		// Numbers out of range.
-		{"queue size 0", env("BRIDGE_QUEUE_SIZE", "0"), []want{p("BRIDGE_QUEUE_SIZE", "=0", "at least 1")}},
-		{"queue size negative", env("BRIDGE_QUEUE_SIZE", "-1"), []want{p("BRIDGE_QUEUE_SIZE", "at least 1")}},
+		{"buffer bytes 0", env("BRIDGE_PUBLISH_BUFFER_BYTES", "0"), []want{p("BRIDGE_PUBLISH_BUFFER_BYTES", "=0", "at least 64Ki")}},
+		{"buffer bytes negative", env("BRIDGE_PUBLISH_BUFFER_BYTES", "-1Mi"), []want{p("BRIDGE_PUBLISH_BUFFER_BYTES", "at least 64Ki")}},
 		{"publish window 0", env("BRIDGE_PUBLISH_WINDOW", "0"), []want{p("BRIDGE_PUBLISH_WINDOW", "=0", "at least 1")}},
 		{"encode workers negative", env("BRIDGE_ENCODE_WORKERS", "-1"), []want{p("BRIDGE_ENCODE_WORKERS", "must not be negative")}},
 		{"log verbosity negative", env("BRIDGE_LOG_VERBOSITY", "-1"), []want{p("BRIDGE_LOG_VERBOSITY", "must not be negative")}},
@@ -367,14 +373,14 @@ func TestLoadReportsEveryProblemAtOnce(t *testing.T) {
 			name: "five different variables",
 			env: env(
 				"BRIDGE_RESYNC_PERIOD", "x",
-				"BRIDGE_QUEUE_SIZE", "0",
+				"BRIDGE_PUBLISH_BUFFER_BYTES", "0",
 				"BRIDGE_CLUSTER_NAME", "Bad_Name",
 				"BRIDGE_STREAM_STORAGE", "disk",
 				"NATS_URL", "http://nats.example.com",
 			),
 			want: []want{
 				p("BRIDGE_RESYNC_PERIOD", "invalid duration"),
-				p("BRIDGE_QUEUE_SIZE", "at least 1"),
+				p("BRIDGE_PUBLISH_BUFFER_BYTES", "at least 64Ki"),
 				p("BRIDGE_CLUSTER_NAME", "DNS label"),
 				p("BRIDGE_STREAM_STORAGE", "file or memory"),
 				p("NATS_URL", "must use nats://"),
@@ -384,7 +390,7 @@ func TestLoadReportsEveryProblemAtOnce(t *testing.T) {
 			name: "several unparsable values and missing resources",
 			env: map[string]string{
 				"BRIDGE_RESYNC_PERIOD":           "x",
-				"BRIDGE_QUEUE_SIZE":              "abc",
+				"BRIDGE_PUBLISH_BUFFER_BYTES":    "abc",
 				"BRIDGE_KUBE_QPS":                "fast",
 				"BRIDGE_REDACT_SECRETS":          "maybe",
 				"BRIDGE_STREAM_MAX_BYTES":        "1GB",
@@ -395,7 +401,7 @@ func TestLoadReportsEveryProblemAtOnce(t *testing.T) {
 			want: []want{
 				p("BRIDGE_RESOURCES", "required"),
 				p("BRIDGE_RESYNC_PERIOD", "invalid duration"),
-				p("BRIDGE_QUEUE_SIZE", "invalid syntax"),
+				p("BRIDGE_PUBLISH_BUFFER_BYTES", "not a byte quantity"),
 				p("BRIDGE_KUBE_QPS", "invalid syntax"),
 				p("BRIDGE_REDACT_SECRETS", "invalid syntax"),
 				p("BRIDGE_STREAM_MAX_BYTES", "invalid syntax"),
@@ -430,18 +436,18 @@ func TestLoadReportsEveryProblemAtOnce(t *testing.T) {
 		{
 			name: "values with newlines stay one line each",
 			env: map[string]string{
-				"BRIDGE_RESOURCES":    "config maps\npods | x=y\nsecrets",
-				"BRIDGE_CLUSTER_NAME": "a\nb",
-				"BRIDGE_QUEUE_SIZE":   "1\n2",
-				"BRIDGE_NAMESPACES":   "a\nb",
-				"BRIDGE_STREAM_NAME":  "A\nB",
-				"NATS_URL":            "nats://a\nb:4222",
-				"NATS_CA":             "/no/such\nfile",
+				"BRIDGE_RESOURCES":      "config maps\npods | x=y\nsecrets",
+				"BRIDGE_CLUSTER_NAME":   "a\nb",
+				"BRIDGE_PUBLISH_WINDOW": "1\n2",
+				"BRIDGE_NAMESPACES":     "a\nb",
+				"BRIDGE_STREAM_NAME":    "A\nB",
+				"NATS_URL":              "nats://a\nb:4222",
+				"NATS_CA":               "/no/such\nfile",
 			},
 			want: []want{
 				p("BRIDGE_RESOURCES", "config maps", `pods: unknown option "x"`),
 				p("BRIDGE_CLUSTER_NAME", "DNS label"),
-				p("BRIDGE_QUEUE_SIZE", "invalid syntax"),
+				p("BRIDGE_PUBLISH_WINDOW", "invalid syntax"),
 				p("BRIDGE_NAMESPACES", "not a namespace name"),
 				p("BRIDGE_STREAM_NAME", "letters, digits"),
 				p("NATS_URL", "not a URL"),
@@ -614,8 +620,8 @@ func TestLoadValid(t *testing.T) {
 				t.Errorf("ResyncPeriod, StreamMaxAge = %v, %v, want 0, 0", c.ResyncPeriod, c.StreamMaxAge)
 			}
 		}},
-		{"limits", env("BRIDGE_STREAM_REPLICAS", "5", "BRIDGE_STREAM_MAX_BYTES", "1", "BRIDGE_PUBLISH_MAX_BACKOFF", "100ms", "BRIDGE_QUEUE_SIZE", "1", "BRIDGE_PUBLISH_WINDOW", "1", "BRIDGE_STREAM_STORAGE", "memory"), func(t *testing.T, c *config.Config) {
-			if c.StreamReplicas != 5 || c.StreamMaxBytes != 1 || c.PublishMaxBackoff != 100*time.Millisecond || c.QueueSize != 1 || c.PublishWindow != 1 || c.StreamStorage != "memory" {
+		{"limits", env("BRIDGE_STREAM_REPLICAS", "5", "BRIDGE_STREAM_MAX_BYTES", "1", "BRIDGE_PUBLISH_MAX_BACKOFF", "100ms", "BRIDGE_PUBLISH_BUFFER_BYTES", "64Ki", "BRIDGE_PUBLISH_WINDOW", "1", "BRIDGE_STREAM_STORAGE", "memory"), func(t *testing.T, c *config.Config) {
+			if c.StreamReplicas != 5 || c.StreamMaxBytes != 1 || c.PublishMaxBackoff != 100*time.Millisecond || c.PublishBufferBytes != 64<<10 || c.PublishWindow != 1 || c.StreamStorage != "memory" {
 				t.Errorf("got %+v", *c)
 			}
 		}},
@@ -668,12 +674,25 @@ func TestLoadFromProcessEnvironment(t *testing.T) {
 		os.Unsetenv(f.Key)
 	}
 	t.Setenv("BRIDGE_RESOURCES", "cm; deploy")
-	t.Setenv("BRIDGE_QUEUE_SIZE", "7")
+	t.Setenv("BRIDGE_PUBLISH_BUFFER_BYTES", "8Mi")
 	c, err := config.Load(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Resources) != 2 || c.QueueSize != 7 {
+	if len(c.Resources) != 2 || c.PublishBufferBytes != 8<<20 {
 		t.Errorf("got %+v", *c)
+	}
+}
+
+func TestRemovedVariables(t *testing.T) {
+	lookup := func(env map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	}
+	if got := config.Removed(lookup(map[string]string{"BRIDGE_RESOURCES": "cm"})); len(got) != 0 {
+		t.Errorf("Removed() = %q with no removed variable set", got)
+	}
+	got := config.Removed(lookup(map[string]string{"BRIDGE_QUEUE_SIZE": "100"}))
+	if len(got) != 1 || !strings.HasPrefix(got[0], "BRIDGE_QUEUE_SIZE is set but no longer used") || !strings.Contains(got[0], "BRIDGE_PUBLISH_BUFFER_BYTES") {
+		t.Errorf("Removed() = %q", got)
 	}
 }

@@ -18,7 +18,7 @@ type Metrics struct {
 	Registry *prometheus.Registry
 
 	ChangesObserved   *prometheus.CounterVec
-	ChangesDropped    *prometheus.CounterVec
+	ChangesCoalesced  *prometheus.CounterVec
 	EventsPublished   *prometheus.CounterVec
 	EventsSuperseded  *prometheus.CounterVec
 	EncodeErrors      *prometheus.CounterVec
@@ -32,8 +32,11 @@ type Metrics struct {
 	Snapshots         *prometheus.CounterVec
 	SnapshotDuration  *prometheus.HistogramVec
 	SnapshotItems     *prometheus.CounterVec
-	DirtyResnapshots  *prometheus.CounterVec
+	SnapshotFailures  *prometheus.CounterVec
+	Unpublishable     *prometheus.CounterVec
+	ResourceReady     *prometheus.GaugeVec
 	WatchErrors       *prometheus.CounterVec
+	JetStreamWaits    prometheus.Counter
 }
 
 // New registers every metric, plus the Go and process collectors, in a new
@@ -44,8 +47,8 @@ func New() *Metrics {
 		Registry: r,
 		ChangesObserved: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "changes_observed_total",
 			Help: "Informer callbacks turned into changes, by resource and verb (added, updated, deleted)."}, []string{"resource", "verb"}),
-		ChangesDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "changes_dropped_total",
-			Help: "Changes dropped because the queue was full; each marks the type for a fresh snapshot."}, []string{"resource"}),
+		ChangesCoalesced: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "changes_coalesced_total",
+			Help: "Changes not published as events of their own while publishing was behind: merged into a pending change of the same object, cancelled out (added then deleted), or superseded by a snapshot item. observed = published added/updated/deleted + coalesced + superseded."}, []string{"resource"}),
 		EventsPublished: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "events_published_total",
 			Help: "Events acknowledged by JetStream, by resource and event type (added, updated, deleted, snapshot.begin, snapshot.item, snapshot.end)."}, []string{"resource", "type"}),
 		EventsSuperseded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "events_superseded_total",
@@ -67,30 +70,39 @@ func New() *Metrics {
 		LastPublish: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "last_publish_timestamp_seconds",
 			Help: "Unix time of the last acknowledged publish."}),
 		Snapshots: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "snapshots_total",
-			Help: "Snapshots published, by resource and reason (start-up, periodic, dropped-changes)."}, []string{"resource", "reason"}),
+			Help: "Snapshots published, by resource and reason (start-up, periodic)."}, []string{"resource", "reason"}),
 		SnapshotDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "snapshot_duration_seconds",
-			Help: "Time from a snapshot's begin marker being queued to its end marker being acknowledged.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}, []string{"resource"}),
+			Help: "Time from a snapshot being requested to its end marker being acknowledged.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}, []string{"resource"}),
 		SnapshotItems: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "snapshot_items_total",
-			Help: "Objects listed into snapshots."}, []string{"resource"}),
-		DirtyResnapshots: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "dirty_resnapshots_total",
-			Help: "Snapshots published because changes of the type were dropped."}, []string{"resource"}),
+			Help: "Snapshot items stored."}, []string{"resource"}),
+		SnapshotFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "snapshot_failures_total",
+			Help: "Snapshots whose end marker could not be published; each is tried again with backoff."}, []string{"resource"}),
+		Unpublishable: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "unpublishable_objects_total",
+			Help: "Object states that could not be published even without their content (counted once per resourceVersion)."}, []string{"resource"}),
+		ResourceReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "resource_ready",
+			Help: "1 once the type's cache has synced and its start-up snapshot is stored, else 0."}, []string{"resource"}),
 		WatchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "watch_errors_total",
 			Help: "Watch or list failures of an informer; each is followed by a relist."}, []string{"resource"}),
+		JetStreamWaits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "jetstream_unavailable_total",
+			Help: "Failed attempts to reach the JetStream stream at start-up (no responders, no leader, timeouts)."}),
 	}
-	r.MustRegister(m.ChangesObserved, m.ChangesDropped, m.EventsPublished, m.EventsSuperseded, m.EncodeErrors, m.OversizeObjects,
+	r.MustRegister(m.ChangesObserved, m.ChangesCoalesced, m.EventsPublished, m.EventsSuperseded, m.EncodeErrors, m.OversizeObjects,
 		m.PublishRetries, m.PublishRejected, m.PublishDuplicates, m.PublishLatency, m.InFlight, m.LastPublish,
-		m.Snapshots, m.SnapshotDuration, m.SnapshotItems, m.DirtyResnapshots, m.WatchErrors,
+		m.Snapshots, m.SnapshotDuration, m.SnapshotItems, m.SnapshotFailures, m.Unpublishable, m.ResourceReady, m.WatchErrors, m.JetStreamWaits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-// QueueGauges exposes the queue's depth and capacity, read at scrape time.
-func (m *Metrics) QueueGauges(depth, capacity func() int) {
+// IntakeGauges exposes the objects waiting to be published and the bytes
+// of encoded events buffered or in flight, read at scrape time.
+func (m *Metrics) IntakeGauges(pendingObjects func() int, bufferedBytes func() int64, bufferLimit int64) {
 	m.Registry.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "queue_depth", Help: "Changes waiting between the informers and the encoders."},
-			func() float64 { return float64(depth()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "queue_capacity", Help: "BRIDGE_QUEUE_SIZE."},
-			func() float64 { return float64(capacity()) }))
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "pending_objects", Help: "Objects with a change waiting to be published or in flight."},
+			func() float64 { return float64(pendingObjects()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "publish_buffer_bytes", Help: "Bytes of encoded events buffered for or in flight to JetStream."},
+			func() float64 { return float64(bufferedBytes()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "publish_buffer_limit_bytes", Help: "BRIDGE_PUBLISH_BUFFER_BYTES."},
+			func() float64 { return float64(bufferLimit) }))
 }
 
 // NATSConnected exposes whether the NATS connection is up, read at scrape time.

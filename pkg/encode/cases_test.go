@@ -282,7 +282,7 @@ func encodeCases() []encodeCase {
 				return informers.Change{Verb: informers.Added, Resource: configMaps, Object: appConfig("4711"), ObservedAt: observedAt}
 			},
 			subject:   "kubebridge.prod.core.v1.configmaps.default.app-config",
-			id:        "6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4711/added",
+			id:        "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4711/added",
 			ceType:    "io.kubebridge.object.added",
 			source:    "k8s://prod/api/v1/namespaces/default/configmaps",
 			ceSubject: "default/app-config",
@@ -295,11 +295,24 @@ func encodeCases() []encodeCase {
 					Object: webPod("9002", true), OldObject: webPod("9001", false), ObservedAt: observedAt}
 			},
 			subject:   "kubebridge.prod.core.v1.pods.default.web-7d4b9c-x2x8q",
-			id:        "0b7e3a52-8c1d-4d4e-a5b6-3c2d1e0f9a87/9002/updated",
+			id:        "pods.v1/0b7e3a52-8c1d-4d4e-a5b6-3c2d1e0f9a87/9002/updated",
 			ceType:    "io.kubebridge.object.updated",
 			source:    "k8s://prod/api/v1/namespaces/default/pods",
 			ceSubject: "default/web-7d4b9c-x2x8q",
 			ext:       objExt("Pod", "v1", "default", "web-7d4b9c-x2x8q", "0b7e3a52-8c1d-4d4e-a5b6-3c2d1e0f9a87", "9002"),
+		},
+		{
+			name: "updated-coalesced",
+			change: func(testing.TB) informers.Change {
+				return informers.Change{Verb: informers.Updated, Resource: configMaps,
+					Object: appConfig("4719"), OldObject: appConfig("4711"), Coalesced: 3, ObservedAt: observedAt}
+			},
+			subject:   "kubebridge.prod.core.v1.configmaps.default.app-config",
+			id:        "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4719/updated",
+			ceType:    "io.kubebridge.object.updated",
+			source:    "k8s://prod/api/v1/namespaces/default/configmaps",
+			ceSubject: "default/app-config",
+			ext:       objExt("ConfigMap", "v1", "default", "app-config", "6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01", "4719", "coalesced", "3"),
 		},
 		{
 			name: "deleted-configmap",
@@ -307,7 +320,7 @@ func encodeCases() []encodeCase {
 				return informers.Change{Verb: informers.Deleted, Resource: configMaps, Object: appConfig("4720"), ObservedAt: observedAt}
 			},
 			subject:   "kubebridge.prod.core.v1.configmaps.default.app-config",
-			id:        "6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4720/deleted",
+			id:        "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4720/deleted",
 			ceType:    "io.kubebridge.object.deleted",
 			source:    "k8s://prod/api/v1/namespaces/default/configmaps",
 			ceSubject: "default/app-config",
@@ -320,7 +333,7 @@ func encodeCases() []encodeCase {
 					FinalStateUnknown: true, ObservedAt: observedAt}
 			},
 			subject:   "kubebridge.prod.core.v1.configmaps.default.stale-config",
-			id:        "uid-stale-config/4000/deleted",
+			id:        "configmaps.v1/uid-stale-config/4000/deleted",
 			ceType:    "io.kubebridge.object.deleted",
 			source:    "k8s://prod/api/v1/namespaces/default/configmaps",
 			ceSubject: "default/stale-config",
@@ -344,7 +357,7 @@ func encodeCases() []encodeCase {
 					SnapshotID: snapshotID, ObservedAt: observedAt}
 			},
 			subject:   "kubebridge.prod.core.v1.configmaps.default.app-config",
-			id:        "6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4711/snapshot.item/" + snapshotID,
+			id:        "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4711/snapshot.item/" + snapshotID,
 			ceType:    "io.kubebridge.snapshot.item",
 			source:    "k8s://prod/api/v1/namespaces/default/configmaps",
 			ceSubject: "default/app-config",
@@ -370,7 +383,7 @@ func encodeCases() []encodeCase {
 				return informers.Change{Verb: informers.Added, Resource: clusterRoles, Object: fooClusterRole(), ObservedAt: observedAt}
 			},
 			subject:   "kubebridge.prod.rbac_authorization_k8s_io.v1.clusterroles._cluster.system%3Acontroller%3Afoo%2A%3E",
-			id:        "c0ffee00-1111-4222-8333-444455556666/123/added",
+			id:        "clusterroles.v1.rbac.authorization.k8s.io/c0ffee00-1111-4222-8333-444455556666/123/added",
 			ceType:    "io.kubebridge.object.added",
 			source:    "k8s://prod/apis/rbac.authorization.k8s.io/v1/clusterroles",
 			ceSubject: clusterRoleName,
@@ -383,7 +396,7 @@ func encodeCases() []encodeCase {
 				return informers.Change{Verb: informers.Added, Resource: widgets, Object: gizmoWidget(), ObservedAt: observedAt}
 			},
 			subject:   "kubebridge.prod.example_com.v1.widgets.team-a.gizmo",
-			id:        "5e5e5e5e-aaaa-4bbb-8ccc-dddddddddddd/77/added",
+			id:        "widgets.v1.example.com/5e5e5e5e-aaaa-4bbb-8ccc-dddddddddddd/77/added",
 			ceType:    "io.kubebridge.object.added",
 			source:    "k8s://prod/apis/example.com/v1/namespaces/team-a/widgets",
 			ceSubject: "team-a/gizmo",
@@ -395,7 +408,7 @@ func encodeCases() []encodeCase {
 				return informers.Change{Verb: informers.Added, Resource: secrets, Object: redactedSecret(t), ObservedAt: observedAt}
 			},
 			subject:   "kubebridge.prod.core.v1.secrets.default.db-credentials",
-			id:        "9d9d9d9d-1234-4567-89ab-cdef01234567/555/added",
+			id:        "secrets.v1/9d9d9d9d-1234-4567-89ab-cdef01234567/555/added",
 			ceType:    "io.kubebridge.object.added",
 			source:    "k8s://prod/api/v1/namespaces/default/secrets",
 			ceSubject: "default/db-credentials",
@@ -409,7 +422,7 @@ func encodeCases() []encodeCase {
 					Object: bigConfigMap("101"), OldObject: bigConfigMap("100"), ObservedAt: observedAt}
 			},
 			subject:   "kubebridge.prod.core.v1.configmaps.default.big-config",
-			id:        "b16b16b1-6b16-4b16-8b16-b16b16b16b16/101/updated",
+			id:        "configmaps.v1/b16b16b1-6b16-4b16-8b16-b16b16b16b16/101/updated",
 			ceType:    "io.kubebridge.object.updated",
 			source:    "k8s://prod/api/v1/namespaces/default/configmaps",
 			ceSubject: "default/big-config",

@@ -43,6 +43,7 @@ const (
 	ExtSnapshotCount     = "snapshotcount"
 	ExtFinalStateUnknown = "finalstateunknown"
 	ExtTruncated         = "truncated"
+	ExtCoalesced         = "coalesced"
 )
 
 // Header names outside the ce- attribute set.
@@ -120,17 +121,25 @@ func (e *Encoder) EncodeWithin(c informers.Change, maxPayload int) (Encoded, err
 	if maxPayload <= 0 || wireSize(msg) <= maxPayload || c.Verb.IsMarker() {
 		return Encoded{Msg: msg, ID: ev.ID()}, nil
 	}
-	ev, subject, err = e.event(c, true)
+	return e.EncodeTruncated(c, maxPayload)
+}
+
+// EncodeTruncated builds the message for c without the objects' content
+// (only apiVersion, kind and identifying metadata, truncated=true), for an
+// event JetStream refused in full.
+func (e *Encoder) EncodeTruncated(c informers.Change, maxPayload int) (Encoded, error) {
+	ev, subject, err := e.event(c, true)
 	if err != nil {
 		return Encoded{}, err
 	}
-	if msg, err = e.toMsg(&ev, subject); err != nil {
+	msg, err := e.toMsg(&ev, subject)
+	if err != nil {
 		return Encoded{}, err
 	}
-	if wireSize(msg) > maxPayload {
+	if maxPayload > 0 && wireSize(msg) > maxPayload {
 		return Encoded{}, fmt.Errorf("%w: %s (%d bytes, limit %d)", ErrTooLarge, subject, wireSize(msg), maxPayload)
 	}
-	return Encoded{Msg: msg, ID: ev.ID(), Truncated: true}, nil
+	return Encoded{Msg: msg, ID: ev.ID(), Truncated: !c.Verb.IsMarker()}, nil
 }
 
 // sizeHint guesses the payload size from the last one, so the buffer is
@@ -175,7 +184,10 @@ func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string,
 		return event.Event{}, "", fmt.Errorf("encode: %s object: %w", r, err)
 	}
 	ns, name := obj.GetNamespace(), obj.GetName()
-	id := string(obj.GetUID()) + "/" + obj.GetResourceVersion() + "/" + string(c.Verb)
+	// The resource is part of the id: one object served under two
+	// resources (HPA v1 and v2, a CRD at two versions) is two event
+	// streams, and JetStream must not drop one as a duplicate of the other.
+	id := r.String() + "/" + string(obj.GetUID()) + "/" + obj.GetResourceVersion() + "/" + string(c.Verb)
 	if c.Verb == informers.SnapshotItem {
 		id += "/" + c.SnapshotID
 		ev.SetExtension(ExtSnapshotID, c.SnapshotID)
@@ -193,6 +205,9 @@ func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string,
 	ev.SetExtension(ExtResourceVersion, obj.GetResourceVersion())
 	if c.FinalStateUnknown {
 		ev.SetExtension(ExtFinalStateUnknown, true)
+	}
+	if c.Coalesced > 0 {
+		ev.SetExtension(ExtCoalesced, int32(c.Coalesced))
 	}
 
 	apiVersion := gvk.GroupVersion().String()

@@ -1,9 +1,10 @@
 package informers
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"time"
 )
 
 // Verb says what a Change reports.
@@ -61,6 +62,11 @@ type Change struct {
 	SnapshotID string
 	// SnapshotCount is the number of items on SnapshotEnd.
 	SnapshotCount int
+	// Coalesced is the number of changes this one stands for when pending
+	// changes of the object were merged while publishing was behind: two
+	// or more on Added, Updated and Deleted; one or more on a SnapshotItem
+	// that superseded pending changes. Zero means the change stands alone.
+	Coalesced int
 	// ObservedAt is when the bridge saw the change.
 	ObservedAt time.Time
 }

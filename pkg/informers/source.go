@@ -3,7 +3,6 @@ package informers
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,10 +24,13 @@ type Scope struct {
 	FieldSelector string
 }
 
-// Queue receives changes from informer handlers. TryPut must not block: the
-// handler runs on the informer's notification goroutine.
+// Queue receives changes from informer handlers. Add must not block for
+// long and must not refuse: the handler runs on the informer's notification
+// goroutine, and a refused change would be lost. Implementations keep state
+// per object (as client-go's DeltaFIFO does) so that memory is bounded by the
+// number of objects, not by how long the consumer is slow.
 type Queue interface {
-	TryPut(Change) bool
+	Add(Change)
 }
 
 // Clients are the API clients informers are built from. Typed serves
@@ -52,25 +54,21 @@ type Source struct {
 	observer  Observer
 	informers []cache.SharedIndexInformer
 	starters  []func(stop <-chan struct{})
-	dirty     atomic.Bool
-	dropped   atomic.Int64
 }
 
 // Observer is told what a Source sees. It must be safe for concurrent use
 // and must not block.
 type Observer interface {
 	Observed(r *Resource, v Verb)
-	Dropped(r *Resource)
 	WatchError(r *Resource, err error)
 }
 
 type nopObserver struct{}
 
 func (nopObserver) Observed(*Resource, Verb)    {}
-func (nopObserver) Dropped(*Resource)           {}
 func (nopObserver) WatchError(*Resource, error) {}
 
-// WithObserver reports every change offered, dropped, and every watch error.
+// WithObserver reports every change offered and every watch error.
 func WithObserver(o Observer) SourceOption {
 	return func(s *Source) error { s.observer = o; return nil }
 }
@@ -167,17 +165,40 @@ func (s *Source) HasSynced() bool {
 	return true
 }
 
+// Keys returns the cache keys (namespace/name, or name) of every cached
+// object. A snapshot lists keys up front and reads each object when it is
+// its turn, so the object published is the newest the cache has.
+func (s *Source) Keys() []string {
+	if len(s.informers) == 1 {
+		return s.informers[0].GetIndexer().ListKeys()
+	}
+	var keys []string
+	for _, inf := range s.informers {
+		keys = append(keys, inf.GetIndexer().ListKeys()...)
+	}
+	return keys
+}
+
+// Get returns the cached object under key, if it is still there. The object
+// is the cache's own.
+func (s *Source) Get(key string) (runtime.Object, bool) {
+	for _, inf := range s.informers {
+		o, ok, err := inf.GetIndexer().GetByKey(key)
+		if err != nil || !ok {
+			continue
+		}
+		if obj, ok := o.(runtime.Object); ok {
+			return obj, true
+		}
+	}
+	return nil, false
+}
+
 // List returns every cached object. The objects are the cache's own.
 func (s *Source) List() []runtime.Object {
-	var n int
-	lists := make([][]interface{}, len(s.informers))
-	for i, inf := range s.informers {
-		lists[i] = inf.GetIndexer().List()
-		n += len(lists[i])
-	}
-	out := make([]runtime.Object, 0, n)
-	for _, l := range lists {
-		for _, o := range l {
+	var out []runtime.Object
+	for _, inf := range s.informers {
+		for _, o := range inf.GetIndexer().List() {
 			if obj, ok := o.(runtime.Object); ok {
 				out = append(out, obj)
 			}
@@ -185,13 +206,6 @@ func (s *Source) List() []runtime.Object {
 	}
 	return out
 }
-
-// TakeDirty reports whether a change was dropped since the last call, and
-// clears the mark: the caller then owes the type a snapshot.
-func (s *Source) TakeDirty() bool { return s.dirty.Swap(false) }
-
-// Dropped is how many changes the queue refused since start.
-func (s *Source) Dropped() int64 { return s.dropped.Load() }
 
 func (s *Source) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
@@ -213,8 +227,17 @@ func (s *Source) handler() cache.ResourceEventHandler {
 			if !ok {
 				return
 			}
+			oldMeta, newMeta := metaOf(old), metaOf(o)
+			// A relist that finds a name deleted and created again while
+			// the watch was down reports it as one update. It is two
+			// objects: the old one is gone (its last state is all the cache
+			// had), the new one is added.
+			if oldMeta.GetUID() != newMeta.GetUID() {
+				s.offer(Change{Verb: Deleted, Object: old, FinalStateUnknown: true}, Change{Verb: Added, Object: o})
+				return
+			}
 			// Equal versions are resync or relist noise, not a change.
-			if resourceVersion(o) == resourceVersion(old) {
+			if newMeta.GetResourceVersion() == oldMeta.GetResourceVersion() {
 				return
 			}
 			s.offer(Change{Verb: Updated, Object: o, OldObject: old})
@@ -246,28 +269,19 @@ func (s *Source) object(obj interface{}) (runtime.Object, bool) {
 	return o, true
 }
 
-func (s *Source) offer(c Change) {
-	c.Resource = s.Resource
-	c.ObservedAt = s.now()
-	s.observer.Observed(s.Resource, c.Verb)
-	if !s.queue.TryPut(c) {
-		s.dropped.Add(1)
-		s.dirty.Store(true)
-		s.observer.Dropped(s.Resource)
+// offer hands changes to the queue. Several changes offered together (the
+// two halves of a uid change) reach the queue in order.
+func (s *Source) offer(changes ...Change) {
+	for _, c := range changes {
+		c.Resource = s.Resource
+		c.ObservedAt = s.now()
+		s.observer.Observed(s.Resource, c.Verb)
+		s.queue.Add(c)
 	}
 }
 
-func resourceVersion(o runtime.Object) string {
-	m, err := meta.Accessor(o)
-	if err != nil {
-		return ""
-	}
-	return m.GetResourceVersion()
+// metaOf returns obj's metadata; object has already checked that it has one.
+func metaOf(obj runtime.Object) metav1.Object {
+	m, _ := meta.Accessor(obj)
+	return m
 }
-
-// MarkDirty records that the type owes consumers a snapshot, e.g. because
-// a published change was rejected.
-func (s *Source) MarkDirty() { s.dirty.Store(true) }
-
-// Dirty reports whether a change was dropped since the last TakeDirty.
-func (s *Source) Dirty() bool { return s.dirty.Load() }

@@ -45,11 +45,10 @@ type recordQueue struct {
 	changes []Change
 }
 
-func (q *recordQueue) TryPut(c Change) bool {
+func (q *recordQueue) Add(c Change) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.changes = append(q.changes, c)
-	return true
 }
 
 func (q *recordQueue) snapshot() []Change {
@@ -74,25 +73,6 @@ func (q *recordQueue) waitFor(t *testing.T, what string, cond func([]Change) boo
 	}
 }
 
-// refuseQueue refuses the first refuse changes and accepts the rest.
-type refuseQueue struct {
-	mu       sync.Mutex
-	refuse   int
-	offered  int
-	accepted []Change
-}
-
-func (q *refuseQueue) TryPut(c Change) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.offered++
-	if q.offered <= q.refuse {
-		return false
-	}
-	q.accepted = append(q.accepted, c)
-	return true
-}
-
 func key(o runtime.Object) string {
 	m, err := meta.Accessor(o)
 	if err != nil {
@@ -108,7 +88,7 @@ func rv(o runtime.Object) string {
 	if o == nil {
 		return "<nil>"
 	}
-	return resourceVersion(o)
+	return metaOf(o).GetResourceVersion()
 }
 
 func describe(cs []Change) string {
@@ -342,60 +322,71 @@ func TestSourceHandlerDeleteTombstones(t *testing.T) {
 	}
 }
 
-func TestSourceRefusingQueueMarksDirty(t *testing.T) {
-	q := &refuseQueue{refuse: 2}
-	s, err := NewSource(Clients{Typed: fake.NewClientset()}, configMaps, Scope{}, nil, q)
+// TestSourceSplitsUIDChange: a relist that finds a name deleted and created
+// again reports OnUpdate(old, new) with different uids. The Source turns it
+// into the old object's delete (final state unknown) and the new one's add.
+func TestSourceSplitsUIDChange(t *testing.T) {
+	q := &recordQueue{}
+	s, err := NewSource(Clients{Typed: fake.NewClientset()}, configMaps, Scope{}, nil, q, WithClock(pinnedClock))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Dirty() || s.Dropped() != 0 {
-		t.Fatalf("new Source: Dirty %v, Dropped %d", s.Dirty(), s.Dropped())
+	old, recreated := cm("a", "x", "5"), cm("a", "x", "9")
+	old.UID, recreated.UID = "uid-old", "uid-new"
+	s.handler().OnUpdate(old, recreated)
+	got := q.snapshot()
+	if len(got) != 2 {
+		t.Fatalf("changes = %s, want a delete and an add", describe(got))
 	}
-	h := s.handler()
-	h.OnAdd(cm("a", "x", "1"), true) // initial list: not offered, so not dropped
-	if s.Dirty() || s.Dropped() != 0 {
-		t.Fatalf("after an initial-list add: Dirty %v, Dropped %d", s.Dirty(), s.Dropped())
+	if c := got[0]; c.Verb != Deleted || !c.FinalStateUnknown || c.Object != old || c.OldObject != nil {
+		t.Errorf("first change = %+v, want deleted(old uid, final state unknown)", c)
 	}
-	h.OnAdd(cm("a", "y", "2"), false)
-	if !s.Dirty() || s.Dropped() != 1 {
-		t.Fatalf("after a refused add: Dirty %v, Dropped %d", s.Dirty(), s.Dropped())
+	if c := got[1]; c.Verb != Added || c.Object != recreated || c.OldObject != nil || c.FinalStateUnknown {
+		t.Errorf("second change = %+v, want added(new uid)", c)
 	}
-	h.OnUpdate(cm("a", "y", "2"), cm("a", "y", "3"))
-	// A later change the queue takes does not make up for the lost ones.
-	h.OnDelete(cm("a", "y", "4"))
-	if !s.Dirty() || s.Dropped() != 2 || len(q.accepted) != 1 {
-		t.Fatalf("after refused update and accepted delete: Dirty %v, Dropped %d, accepted %d", s.Dirty(), s.Dropped(), len(q.accepted))
+	for _, c := range got {
+		if c.Resource != configMaps || !c.ObservedAt.Equal(pinned) {
+			t.Errorf("change %s: resource %v, observed %v", c.Verb, c.Resource, c.ObservedAt)
+		}
 	}
-	if !s.TakeDirty() {
-		t.Fatal("TakeDirty() = false after drops")
-	}
-	if s.Dirty() || s.TakeDirty() {
-		t.Fatal("dirty mark not cleared by TakeDirty")
-	}
-	if s.Dropped() != 2 {
-		t.Errorf("Dropped() = %d after TakeDirty, want 2 (a running total)", s.Dropped())
+
+	// Same uid, new version: one update.
+	next := cm("a", "x", "10")
+	next.UID = "uid-new"
+	s.handler().OnUpdate(recreated, next)
+	if got := q.snapshot(); len(got) != 3 || got[2].Verb != Updated || got[2].OldObject != recreated {
+		t.Errorf("same-uid update = %s", describe(got))
 	}
 }
 
-func TestSourceRefusingQueueWithInformer(t *testing.T) {
-	cs := fake.NewClientset(cm("a", "pre", "1"))
-	q := &refuseQueue{refuse: 1 << 30}
-	s := startSource(t, Clients{Typed: cs}, configMaps, Scope{}, nil, q)
-	if s.Dirty() {
-		t.Fatal("dirty after the initial list, which is not offered")
+// TestSourceKeysAndGet: the lazy snapshot feed lists keys, then reads each
+// object when its turn comes; an object deleted meanwhile is simply gone.
+func TestSourceKeysAndGet(t *testing.T) {
+	cs := fake.NewClientset(cm("a", "x", "1"), cm("b", "y", "2"))
+	s := startSource(t, Clients{Typed: cs}, configMaps, Scope{Namespaces: []string{"a", "b"}}, nil, &recordQueue{})
+	keys := s.Keys()
+	slices.Sort(keys)
+	if !slices.Equal(keys, []string{"a/x", "b/y"}) {
+		t.Fatalf("Keys() = %v", keys)
 	}
-	if _, err := cs.CoreV1().ConfigMaps("a").Create(context.Background(), cm("a", "post", "2"), metav1.CreateOptions{}); err != nil {
+	if o, ok := s.Get("b/y"); !ok || key(o) != "b/y" {
+		t.Fatalf("Get(b/y) = %v, %v", o, ok)
+	}
+	if err := cs.CoreV1().ConfigMaps("a").Delete(context.Background(), "x", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
-	for s.Dropped() == 0 {
+	for {
+		if _, ok := s.Get("a/x"); !ok {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("the refused add was never counted")
+			t.Fatal("a/x still cached 15s after its delete")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if !s.TakeDirty() || s.TakeDirty() {
-		t.Error("TakeDirty() did not report the drop exactly once")
+	if _, ok := s.Get("c/z"); ok {
+		t.Error("Get of an unknown key found something")
 	}
 }
 

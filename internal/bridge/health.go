@@ -1,0 +1,144 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubebridge/kubebridge/internal/metrics"
+)
+
+// health is what the operational endpoints report. Run creates it before
+// anything else exists; Serve fills it in as the parts come up.
+type health struct {
+	metrics *metrics.Metrics
+	// types is set once the resource types are resolved.
+	types atomic.Pointer[[]*typeStatus]
+	conn  atomic.Pointer[nats.Conn]
+	live  atomic.Pointer[func() error]
+}
+
+func newHealth() *health { return &health{metrics: metrics.New()} }
+
+func (h *health) checks() metrics.Checks {
+	return metrics.Checks{
+		Live: func() error {
+			if f := h.live.Load(); f != nil {
+				return (*f)()
+			}
+			return nil
+		},
+		Ready: func() error {
+			nc := h.conn.Load()
+			var types []*typeStatus
+			if t := h.types.Load(); t != nil {
+				types = *t
+			}
+			return readiness(types, h.types.Load() != nil, nc != nil && nc.IsConnected())
+		},
+	}
+}
+
+// typeStatus is one resource type's way to readiness: its own cache synced,
+// then its own start-up snapshot stored.
+type typeStatus struct {
+	resource    string
+	synced      atomic.Bool
+	snapshotted atomic.Bool
+	ready       prometheus.Gauge
+	// onReady is called once, when the start-up snapshot is stored.
+	onReady func()
+}
+
+func newTypeStatus(resource string, m *metrics.Metrics, onReady func()) *typeStatus {
+	s := &typeStatus{resource: resource, ready: m.ResourceReady.WithLabelValues(resource), onReady: onReady}
+	s.ready.Set(0)
+	return s
+}
+
+func (s *typeStatus) setSynced() { s.synced.Store(true) }
+
+func (s *typeStatus) setSnapshotted() {
+	if s.snapshotted.CompareAndSwap(false, true) {
+		s.ready.Set(1)
+		s.onReady()
+	}
+}
+
+// readiness names every type that is not ready, and why.
+func readiness(types []*typeStatus, resolved, connected bool) error {
+	var missing []string
+	if !resolved {
+		missing = append(missing, "resource types not resolved yet")
+	}
+	for _, t := range types {
+		switch {
+		case !t.synced.Load():
+			missing = append(missing, t.resource+": informer cache not synced (list or watch failing?)")
+		case !t.snapshotted.Load():
+			missing = append(missing, t.resource+": start-up snapshot not stored")
+		}
+	}
+	if !connected {
+		missing = append(missing, "NATS not connected")
+	}
+	if len(missing) > 0 {
+		return errors.New(strings.Join(missing, "; "))
+	}
+	return nil
+}
+
+// liveness fails only for a stuck internal loop: work waits, NATS is
+// connected, and nothing at all has happened to a publish (no ack, no
+// error to retry) for stuckAfter. A NATS or JetStream outage keeps failing
+// attempts coming, so it is not a reason to restart the bridge.
+type liveness struct {
+	// activity is the Unix time in nanoseconds of the last publish outcome.
+	activity   atomic.Int64
+	stuckAfter time.Duration
+}
+
+func newLiveness(stuckAfter time.Duration) *liveness {
+	l := &liveness{stuckAfter: stuckAfter}
+	l.touch()
+	return l
+}
+
+func (l *liveness) touch() { l.activity.Store(time.Now().UnixNano()) }
+
+func (l *liveness) check(connected bool, waiting int) error {
+	if waiting == 0 || !connected {
+		l.touch()
+		return nil
+	}
+	if idle := time.Since(time.Unix(0, l.activity.Load())); idle > l.stuckAfter {
+		return fmt.Errorf("nothing happened to any publish for %s although NATS is connected and %d objects or events wait", idle.Round(time.Second), waiting)
+	}
+	return nil
+}
+
+// activityObserver marks every publish outcome as activity, then passes it on.
+type activityObserver struct {
+	metrics.PublishObserver
+	l *liveness
+}
+
+func (o activityObserver) Acked(m *nats.Msg, latency time.Duration, duplicate bool) {
+	o.l.touch()
+	o.PublishObserver.Acked(m, latency, duplicate)
+}
+
+func (o activityObserver) Retried(m *nats.Msg, err error) {
+	o.l.touch()
+	o.PublishObserver.Retried(m, err)
+}
+
+func (o activityObserver) Rejected(m *nats.Msg, err error) {
+	o.l.touch()
+	o.PublishObserver.Rejected(m, err)
+}

@@ -1,0 +1,94 @@
+package bridge
+
+import "github.com/kubebridge/kubebridge/pkg/informers"
+
+// changes is how many informer changes p stands for.
+func (p *pending) changes() int {
+	if p.c.Verb == informers.SnapshotItem {
+		return p.c.Coalesced
+	}
+	return max(1, p.c.Coalesced)
+}
+
+// merge adds p to what st has waiting. Changes of one uid merge:
+//
+//	added + updated      → added (newest object)
+//	added + deleted      → nothing
+//	updated + updated    → updated (first old object, newest object)
+//	updated + deleted    → deleted
+//	live change + item   → item (a newer snapshot item supersedes it)
+//	item + updated       → item (newest object)
+//	item + deleted       → deleted
+//
+// A change of another uid (a delete and re-create under one name) is queued
+// behind, so both incarnations are published. merge returns how many live
+// changes will not be published as events of their own because of it.
+func (in *intake) merge(st *objectState, p pending) (coalesced int) {
+	n := len(st.queue)
+	if n == 0 || st.queue[n-1].uid != p.uid {
+		in.push(st, p)
+		return 0
+	}
+	last := &st.queue[n-1]
+	lv, cv := last.c.Verb, p.c.Verb
+	switch {
+	case cv == informers.SnapshotItem && lv == informers.Deleted:
+		// The cache no longer has a deleted object; nothing to do.
+	case cv == informers.SnapshotItem:
+		absorbed := last.changes()
+		if lv != informers.SnapshotItem {
+			// The live change will not be an event of its own.
+			coalesced = 1
+		}
+		if last.run != nil {
+			last.run.deferred--
+		}
+		p.c.Coalesced = absorbed
+		p.truncate = p.truncate || last.truncate
+		p.run.deferred++
+		*last = p
+	case lv == informers.SnapshotItem && cv == informers.Deleted:
+		last.run.deferred--
+		absorbed := last.c.Coalesced
+		p.truncate = p.truncate || last.truncate
+		*last = p
+		if absorbed > 0 {
+			last.c.Coalesced = absorbed + 1
+		}
+	case lv == informers.SnapshotItem:
+		last.c.Object = p.c.Object
+		last.c.Coalesced++
+		coalesced = 1
+	case lv == informers.Added && cv == informers.Deleted:
+		// Never published, now gone: neither is an event.
+		st.queue = st.queue[:n-1]
+		coalesced = 2
+	case lv == informers.Deleted:
+		// A delete followed by a change of the same uid is not something
+		// an informer reports; keep both rather than guess.
+		in.push(st, p)
+	case cv == informers.Deleted:
+		last.c.Coalesced = last.changes() + 1
+		last.c.Verb = informers.Deleted
+		last.c.Object = p.c.Object
+		last.c.OldObject = nil
+		last.c.FinalStateUnknown = p.c.FinalStateUnknown
+		last.c.ObservedAt = p.c.ObservedAt
+		coalesced = 1
+	default:
+		// added or updated, followed by added or updated: keep the first
+		// verb and old object, take the newest object.
+		last.c.Coalesced = last.changes() + 1
+		last.c.Object = p.c.Object
+		last.c.ObservedAt = p.c.ObservedAt
+		coalesced = 1
+	}
+	return coalesced
+}
+
+func (in *intake) push(st *objectState, p pending) {
+	if p.run != nil {
+		p.run.deferred++
+	}
+	st.queue = append(st.queue, p)
+}

@@ -1,0 +1,63 @@
+package bridge
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/metrics"
+	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/sink"
+)
+
+// publishing is the half of the bridge from the intake to JetStream.
+type publishing struct {
+	intake  *intake
+	budget  *byteBudget
+	markers *markerWaiter
+	pub     *sink.Publisher
+	cnt     counters
+	// errc receives the publisher's result.
+	errc chan error
+}
+
+// publishingDeps are what startPublishing needs besides the configuration.
+type publishingDeps struct {
+	js      sink.AsyncPublisher
+	encoder *encode.Encoder
+	metrics *metrics.Metrics
+	// maxPayload is the current message size limit; rereadLimits is
+	// called after JetStream rejected a message.
+	maxPayload   func() int
+	rereadLimits func()
+	live         *liveness
+}
+
+// startPublishing runs the pipeline and the publisher behind it. The
+// pipeline stops taking new work when soft ends and hands on what waits;
+// publishing stops when hard ends.
+func startPublishing(soft, hard context.Context, wg *sync.WaitGroup, cfg *config.Config, in *intake, d publishingDeps) (*publishing, error) {
+	m := d.metrics
+	s := &publishing{intake: in, budget: newByteBudget(int64(cfg.PublishBufferBytes)), markers: newMarkerWaiter(), errc: make(chan error, 1)}
+	m.IntakeGauges(in.pendingObjects, s.budget.inUse, int64(cfg.PublishBufferBytes))
+	if d.live == nil {
+		d.live = newLiveness(time.Hour)
+	}
+	var err error
+	s.pub, err = sink.NewPublisher(d.js, sink.WithWindow(cfg.PublishWindow), sink.WithBackoff(100*time.Millisecond, cfg.PublishMaxBackoff),
+		sink.WithObserver(activityObserver{metrics.PublishObserver{M: m}, d.live}))
+	if err != nil {
+		return nil, err
+	}
+	if d.rereadLimits == nil {
+		d.rereadLimits = func() {}
+	}
+	p := &pipeline{intake: in, guard: newOrderGuard(), encoder: d.encoder, workers: encodeWorkers(cfg),
+		budget: s.budget, out: make(chan sink.Envelope, cfg.PublishWindow), counters: &s.cnt, markers: s.markers, metrics: m,
+		maxPayload: d.maxPayload, rereadLimits: d.rereadLimits, unpublishable: newUnpublishable()}
+	wg.Add(2)
+	go func() { defer wg.Done(); p.run(soft, hard) }()
+	go func() { defer wg.Done(); s.errc <- s.pub.Run(hard, p.out) }()
+	return s, nil
+}

@@ -1,0 +1,87 @@
+package bridge
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubebridge/kubebridge/pkg/informers"
+)
+
+// snapshotRun is one snapshot of one type as the intake feeds it: the keys
+// listed at its begin, how far it got, how many of its items wait in an
+// object's queue behind a change in flight (deferred) and how many are in
+// flight. It is guarded by the intake's lock.
+type snapshotRun struct {
+	res      *informers.Resource
+	src      cacheReader
+	id       string
+	begun    bool
+	keys     []string
+	next     int
+	deferred int
+	flying   int
+}
+
+// cacheReader is what a snapshot reads: the keys in an informer cache and
+// the object under a key. *informers.Source is one.
+type cacheReader interface {
+	Keys() []string
+	Get(key string) (runtime.Object, bool)
+}
+
+// requestSnapshot queues a snapshot of src. It begins when the sequencer
+// gets to it; its end marker reports through markers under id.
+func (in *intake) requestSnapshot(res *informers.Resource, src cacheReader, id string) {
+	in.mu.Lock()
+	in.runs = append(in.runs, &snapshotRun{res: res, src: src, id: id})
+	in.mu.Unlock()
+	in.signal()
+}
+
+// takeSnapshot advances the oldest snapshot that can advance: its begin
+// marker, its next item, or its end marker once every item is handed on.
+func (in *intake) takeSnapshot() (work, bool) {
+	for i, run := range in.runs {
+		res := run.res
+		if !run.begun {
+			run.begun = true
+			// Keys are listed when the begin marker is handed on: every
+			// object in the cache now gets an item or a delete after it.
+			run.keys = run.src.Keys()
+			return work{c: informers.Change{Verb: informers.SnapshotBegin, Resource: res, SnapshotID: run.id, ObservedAt: in.now()}, run: run}, true
+		}
+		for run.next < len(run.keys) {
+			key := run.keys[run.next]
+			run.keys[run.next] = ""
+			run.next++
+			obj, ok := run.src.Get(key)
+			if !ok {
+				// Deleted since the listing: its delete is a live change.
+				continue
+			}
+			ref := objectRef{res: res, key: key}
+			item := pending{c: informers.Change{Verb: informers.SnapshotItem, Resource: res, Object: obj, SnapshotID: run.id, ObservedAt: in.now()},
+				uid: uidOf(obj), run: run}
+			if st := in.objects[ref]; st != nil {
+				// A change of the object is pending or in flight: the item
+				// takes its place in the object's queue.
+				if n := in.merge(st, item); n > 0 {
+					in.coalesced(res, n)
+				}
+				in.settle(ref, st)
+				continue
+			}
+			in.objects[ref] = &objectState{busy: true, flying: run}
+			run.flying++
+			return work{ref: ref, c: item.c, run: run}, true
+		}
+		// The end waits until every item is settled: a rejected item comes
+		// back to be sent without its content, and must precede the end.
+		if run.deferred > 0 || run.flying > 0 {
+			continue
+		}
+		in.runs = append(in.runs[:i], in.runs[i+1:]...)
+		run.keys = nil
+		return work{c: informers.Change{Verb: informers.SnapshotEnd, Resource: res, SnapshotID: run.id, ObservedAt: in.now()}, run: run}, true
+	}
+	return work{}, false
+}

@@ -1,0 +1,117 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/klog/v2"
+
+	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/sink"
+)
+
+// streamConfig is the stream the bridge creates when it is missing.
+func streamConfig(cfg *config.Config, subjects encode.Subjects) jetstream.StreamConfig {
+	storage := jetstream.FileStorage
+	if cfg.StreamStorage == "memory" {
+		storage = jetstream.MemoryStorage
+	}
+	return jetstream.StreamConfig{
+		Name:        cfg.StreamName,
+		Description: "Kubernetes object changes published by kubebridge",
+		Subjects:    []string{subjects.Stream()},
+		Storage:     storage,
+		Replicas:    cfg.StreamReplicas,
+		MaxAge:      cfg.StreamMaxAge,
+		MaxBytes:    cfg.StreamMaxBytes,
+		Duplicates:  cfg.StreamDuplicateWindow,
+	}
+}
+
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg *config.Config, subjects encode.Subjects) (*jetstream.StreamInfo, error) {
+	logger := klog.FromContext(ctx)
+	sc := streamConfig(cfg, subjects)
+	wait := 500 * time.Millisecond
+	for {
+		opCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		info, err := sink.EnsureStream(opCtx, js, sc, subjects.ClusterWildcard())
+		cancel()
+		if err == nil {
+			return info, nil
+		}
+		// A wrong stream is a configuration problem; anything else may be
+		// NATS not being reachable yet.
+		if errors.Is(err, sink.ErrStreamSubjects) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) || ctx.Err() != nil {
+			return nil, err
+		}
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) {
+			return nil, err
+		}
+		logger.Info("JetStream not available yet; retrying", "err", err, "retryIn", wait)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 10*time.Second)
+	}
+}
+
+// streamLimits is the largest message the bridge may publish: the smaller of
+// the server's max_payload (read per message: it can change on reconnect)
+// and the stream's max_msg_size (read again after a rejection).
+type streamLimits struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream string
+	msgMax atomic.Int64
+	// mu keeps concurrent rejections from reading the stream at once.
+	mu       sync.Mutex
+	lastRead time.Time
+}
+
+func newStreamLimits(nc *nats.Conn, js jetstream.JetStream, info *jetstream.StreamInfo) *streamLimits {
+	l := &streamLimits{nc: nc, js: js, stream: info.Config.Name, lastRead: time.Now()}
+	l.msgMax.Store(int64(info.Config.MaxMsgSize))
+	return l
+}
+
+func (l *streamLimits) maxPayload() int {
+	n := int(l.nc.MaxPayload())
+	if s := int(l.msgMax.Load()); s > 0 && (n <= 0 || s < n) {
+		n = s
+	}
+	return n
+}
+
+// reread reads the stream's limits again, at most once a second.
+func (l *streamLimits) reread(ctx context.Context) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if time.Since(l.lastRead) < time.Second {
+		return
+	}
+	l.lastRead = time.Now()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := l.js.Stream(ctx, l.stream)
+	if err != nil {
+		klog.FromContext(ctx).Info("Cannot read the stream's limits after a rejection; keeping the known ones", "stream", l.stream, "err", err)
+		return
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		klog.FromContext(ctx).Info("Cannot read the stream's limits after a rejection; keeping the known ones", "stream", l.stream, "err", err)
+		return
+	}
+	if old := l.msgMax.Swap(int64(info.Config.MaxMsgSize)); old != int64(info.Config.MaxMsgSize) {
+		klog.FromContext(ctx).Info("The stream's message size limit changed", "stream", l.stream, "maxMsgSize", info.Config.MaxMsgSize, "was", old)
+	}
+}
