@@ -16,10 +16,12 @@ import (
 )
 
 // ExtCoalesced is the extension of an event that stands for several
-// changes of one object merged while they waited: its value is the number
-// of changes (an integer ≥ 2; absent means one). It is spelled out here
-// rather than taken from pkg/encode so the reference consumer follows the
-// README, not the producer's code.
+// changes of one object merged while they waited: on added, updated and
+// deleted events the number of changes (an integer ≥ 2; absent means
+// one); on a snapshot item the number of live changes it superseded (≥ 1;
+// absent means none). It is spelled out here rather than taken from
+// pkg/encode so the reference consumer follows the README, not the
+// producer's code.
 const ExtCoalesced = "coalesced"
 
 // Message is one stored message, decoded.
@@ -37,20 +39,28 @@ func (m Message) Ext(name string) string {
 	return v
 }
 
-// Coalesced returns the number of changes the event stands for: the
-// coalesced extension, or 1 without it. It fails for a value that is not
-// an integer ≥ 2, which the contract does not allow.
+// Coalesced returns the coalesced extension: for an added, updated or
+// deleted event the number of changes it stands for (1 without the
+// extension), for a snapshot item the number of live changes it
+// superseded (0 without it). It fails for a value the contract does not
+// allow: not an integer, below 2 on a live event, below 1 on an item.
 func (m Message) Coalesced() (int, error) {
+	least, absent := 2, 1
+	if m.Event.Type() == encode.TypeSnapshotItem {
+		// An item is no change of its own; superseding a single pending
+		// change is worth saying.
+		least, absent = 1, 0
+	}
 	v, ok := m.Event.Extensions()[ExtCoalesced]
 	if !ok {
-		return 1, nil
+		return absent, nil
 	}
 	n, err := types.ToInteger(v)
 	if err != nil {
 		return 0, fmt.Errorf("replay: %s extension %v: %w", ExtCoalesced, v, err)
 	}
-	if n < 2 {
-		return 0, fmt.Errorf("replay: %s extension %d: present only when at least 2 changes were merged", ExtCoalesced, n)
+	if int(n) < least {
+		return 0, fmt.Errorf("replay: %s extension %d on %s: must be at least %d when present", ExtCoalesced, n, m.Event.Type(), least)
 	}
 	return int(n), nil
 }

@@ -218,7 +218,26 @@ func TestCoalesced(t *testing.T) {
 		s := &stream{t: t}
 		s.obj(encode.TypeUpdated, "a", "u1", "10", "coalesced", bad)
 		if _, err := s.replay(); err == nil {
-			t.Errorf("coalesced=%q accepted", bad)
+			t.Errorf("coalesced=%q accepted on an updated event", bad)
+		}
+	}
+	// An item that superseded one pending change may say so; it still
+	// is no change in the count.
+	s = &stream{t: t}
+	s.begin("s1")
+	s.obj(encode.TypeSnapshotItem, "a", "u1", "10", "snapshotid", "s1", "coalesced", "1")
+	if st := s.mustReplay(); st.Changes[typ] != 0 {
+		t.Errorf("Changes = %d after an item, want 0", st.Changes[typ])
+	}
+	if n, err := s.msgs[1].Coalesced(); n != 1 || err != nil {
+		t.Errorf("item Coalesced() = %d, %v; want 1", n, err)
+	}
+	for _, bad := range []string{"0", "-1", "x"} {
+		s := &stream{t: t}
+		s.begin("s1")
+		s.obj(encode.TypeSnapshotItem, "a", "u1", "10", "snapshotid", "s1", "coalesced", bad)
+		if _, err := s.replay(); err == nil {
+			t.Errorf("coalesced=%q accepted on a snapshot item", bad)
 		}
 	}
 }

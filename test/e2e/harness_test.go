@@ -476,7 +476,11 @@ func onSubject(msgs []replay.Message, subject string) []replay.Message {
 func describe(msgs []replay.Message) string {
 	var b strings.Builder
 	for _, m := range msgs {
-		fmt.Fprintf(&b, "    seq %d %s %s id=%s rv=%s\n", m.Seq, strings.TrimPrefix(m.Event.Type(), "io.kubebridge."), m.Subject, m.Event.ID(), m.Ext(encode.ExtResourceVersion))
+		fmt.Fprintf(&b, "    seq %d %s %s id=%s rv=%s", m.Seq, strings.TrimPrefix(m.Event.Type(), "io.kubebridge."), m.Subject, m.Event.ID(), m.Ext(encode.ExtResourceVersion))
+		if c, ok := m.Event.Extensions()[replay.ExtCoalesced]; ok {
+			fmt.Fprintf(&b, " coalesced=%v", c)
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }

@@ -126,7 +126,7 @@ func TestOversizeObject(t *testing.T) {
 		t.Errorf("small configmap: truncated=%v, data %s", m.Event.Extensions()[encode.ExtTruncated], m.Data)
 	}
 	checkEq(t, "small id", m.Event.ID(), cmID(string(small.UID), small.ResourceVersion, "added"))
-	if n := b.countLog("Object exceeds the NATS max payload"); n != 3 {
+	if n := b.countLog("Object exceeds the message size limit"); n != 3 {
 		t.Errorf("the bridge logged %d oversize objects, want 3", n)
 	}
 	if b.exited() {
