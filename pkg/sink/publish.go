@@ -26,16 +26,18 @@ func (p *Publisher) publish(ctx context.Context, env Envelope) {
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
 		ack, err := p.attempt(ctx, env.Msg)
+		if err != nil && ctx.Err() != nil {
+			// Cut short by our own shutdown: not an outcome.
+			finish(env, ErrShutdown)
+			return
+		}
+		p.lastActivity.Store(new(time.Now()))
 		if err == nil {
 			if p.failing.CompareAndSwap(true, false) {
 				logger.Info("Publishing to JetStream recovered", "subject", env.Msg.Subject, "attempts", attempt+1)
 			}
 			p.opts.observer.Acked(env.Msg, time.Since(start), ack.Duplicate)
 			finish(env, nil)
-			return
-		}
-		if ctx.Err() != nil {
-			finish(env, ErrShutdown)
 			return
 		}
 		if permanent(err) {

@@ -104,6 +104,9 @@ type Publisher struct {
 	// pending counts the same messages for InFlight and the observer.
 	pending atomic.Int64
 	failing atomic.Bool
+	// lastActivity is when the last attempt had an outcome. A time.Time
+	// rather than Unix nanoseconds, so it keeps the monotonic reading.
+	lastActivity atomic.Pointer[time.Time]
 
 	mu sync.Mutex
 	// lanes has an entry for every subject with a publish in flight; it
@@ -132,6 +135,21 @@ func NewPublisher(js AsyncPublisher, opts ...Option) (*Publisher, error) {
 // InFlight is the number of messages accepted and not yet settled: those
 // being published and those parked behind a publish on their subject.
 func (p *Publisher) InFlight() int { return int(p.pending.Load()) }
+
+// LastActivity is when a publish attempt last had an outcome of any kind:
+// acknowledged, failed and to be retried, or rejected. Attempts cut short by
+// the publisher's own shutdown do not count. It is the zero time until the
+// first outcome.
+//
+// It tells a publisher that keeps trying, such as while JetStream is down,
+// from one that does nothing at all: failing attempts keep it moving, a
+// stuck loop does not.
+func (p *Publisher) LastActivity() time.Time {
+	if t := p.lastActivity.Load(); t != nil {
+		return *t
+	}
+	return time.Time{}
+}
 
 // Run publishes everything from in, in order per subject, until in is closed
 // and every message is acknowledged, or ctx ends. A message whose subject
