@@ -206,7 +206,7 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	// cannot be listed holds up nobody else.
 	ids := newSnapshotIDs(o.now())
 	for i, src := range sources {
-		s := &snapshotter{src: src, intake: in, markers: pb.markers, ids: ids, period: cfg.ResyncPeriod, metrics: m, status: statuses[i],
+		s := &snapshotter{res: src.Resource, src: src, intake: in, markers: pb.markers, ids: ids, period: cfg.ResyncPeriod, metrics: m, status: statuses[i],
 			minBackoff: time.Second, maxBackoff: time.Minute, syncLogEvery: 30 * time.Second}
 		wg.Add(1)
 		go func() { defer wg.Done(); s.run(ctx) }()
