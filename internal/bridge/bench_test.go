@@ -43,7 +43,7 @@ func benchRawPublish(b *testing.B, storage string) {
 	nc, js := connect(b, n.url())
 	cfg := testConfig(b, map[string]string{"BRIDGE_STREAM_STORAGE": storage})
 	subjects := encode.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
-	if _, err := ensureStream(context.Background(), js, cfg, subjects); err != nil {
+	if _, err := ensureStream(context.Background(), js, cfg, subjects, func(error) {}); err != nil {
 		b.Fatal(err)
 	}
 	const pods = 2000
@@ -81,7 +81,7 @@ func benchPipeline(b *testing.B, storage string) {
 	cfg := testConfig(b, map[string]string{"BRIDGE_STREAM_STORAGE": storage, "BRIDGE_ENCODE_WORKERS": "0"})
 	subjects := encode.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
 	ctx := context.Background()
-	if _, err := ensureStream(ctx, js, cfg, subjects); err != nil {
+	if _, err := ensureStream(ctx, js, cfg, subjects, func(error) {}); err != nil {
 		b.Fatal(err)
 	}
 	// 2000 distinct Pods, each updated repeatedly: consecutive events are

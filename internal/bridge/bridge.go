@@ -134,13 +134,6 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	subjects := encode.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
-	info, err := ensureStream(ctx, js, cfg, subjects)
-	if err != nil {
-		return err
-	}
-	limits := newStreamLimits(nc, js, info)
-	logger.Info("JetStream stream ready", "stream", info.Config.Name, "subjects", strings.Join(info.Config.Subjects, ","), "maxPayload", limits.maxPayload())
-
 	h := o.health
 	serveHTTP := h == nil
 	if serveHTTP {
@@ -148,6 +141,13 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	}
 	h.conn.Store(nc)
 	m := h.metrics
+	info, err := ensureStream(ctx, js, cfg, subjects, func(error) { m.JetStreamWaits.Inc() })
+	if err != nil {
+		return err
+	}
+	limits := newStreamLimits(nc, js, info)
+	logger.Info("JetStream stream ready", "stream", info.Config.Name, "subjects", strings.Join(info.Config.Subjects, ","), "maxPayload", limits.maxPayload())
+
 	m.NATSConnected(nc.IsConnected)
 	in := newIntake(o.now, func(r *informers.Resource, n int) { m.ChangesCoalesced.WithLabelValues(r.String()).Add(float64(n)) })
 	transform := informers.TransformOptions{StripManagedFields: cfg.StripManagedFields, StripLastApplied: cfg.StripLastApplied, RedactSecrets: cfg.RedactSecrets}.Transform()
@@ -178,13 +178,15 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	live := newLiveness(o.stuckAfter)
 	var wg sync.WaitGroup
 	pb, err := startPublishing(ctx, hard, &wg, cfg, in, publishingDeps{js: js, encoder: &encode.Encoder{Subjects: subjects}, metrics: m,
-		maxPayload: limits.maxPayload, rereadLimits: func() { limits.reread(hard) }, live: live})
+		maxPayload: limits.maxPayload, rereadLimits: func() { limits.reread(hard) }})
 	if err != nil {
 		return err
 	}
 	stop := func() error { return shutdown(ctx, cfg, cancelHard, &wg, pb) }
 
-	liveCheck := func() error { return live.check(nc.IsConnected(), in.pendingObjects()+pb.pub.InFlight()) }
+	liveCheck := func() error {
+		return live.check(nc.IsConnected(), in.pendingObjects()+pb.pub.InFlight(), pb.pub.LastActivity())
+	}
 	h.live.Store(&liveCheck)
 	if serveHTTP && cfg.HTTPAddr != "off" {
 		addr, err := metrics.ListenAndServe(ctx, cfg.HTTPAddr, metrics.Handler(m, h.checks()))
@@ -204,7 +206,7 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	// cannot be listed holds up nobody else.
 	ids := newSnapshotIDs(o.now())
 	for i, src := range sources {
-		s := &snapshotter{src: src, intake: in, markers: pb.markers, ids: ids, period: cfg.ResyncPeriod, metrics: m, status: statuses[i],
+		s := &snapshotter{res: src.Resource, src: src, intake: in, markers: pb.markers, ids: ids, period: cfg.ResyncPeriod, metrics: m, status: statuses[i],
 			minBackoff: time.Second, maxBackoff: time.Minute, syncLogEvery: 30 * time.Second}
 		wg.Add(1)
 		go func() { defer wg.Done(); s.run(ctx) }()

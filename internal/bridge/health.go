@@ -98,47 +98,30 @@ func readiness(types []*typeStatus, resolved, connected bool) error {
 // error to retry) for stuckAfter. A NATS or JetStream outage keeps failing
 // attempts coming, so it is not a reason to restart the bridge.
 type liveness struct {
-	// activity is the Unix time in nanoseconds of the last publish outcome.
-	activity   atomic.Int64
+	// calm is the Unix time in nanoseconds when nothing last waited or
+	// NATS was last disconnected: the stuck clock starts after it.
+	calm       atomic.Int64
 	stuckAfter time.Duration
 }
 
 func newLiveness(stuckAfter time.Duration) *liveness {
 	l := &liveness{stuckAfter: stuckAfter}
-	l.touch()
+	l.calm.Store(time.Now().UnixNano())
 	return l
 }
 
-func (l *liveness) touch() { l.activity.Store(time.Now().UnixNano()) }
-
-func (l *liveness) check(connected bool, waiting int) error {
+// check is given the publisher's last attempt outcome.
+func (l *liveness) check(connected bool, waiting int, lastActivity time.Time) error {
 	if waiting == 0 || !connected {
-		l.touch()
+		l.calm.Store(time.Now().UnixNano())
 		return nil
 	}
-	if idle := time.Since(time.Unix(0, l.activity.Load())); idle > l.stuckAfter {
+	since := time.Unix(0, l.calm.Load())
+	if lastActivity.After(since) {
+		since = lastActivity
+	}
+	if idle := time.Since(since); idle > l.stuckAfter {
 		return fmt.Errorf("nothing happened to any publish for %s although NATS is connected and %d objects or events wait", idle.Round(time.Second), waiting)
 	}
 	return nil
-}
-
-// activityObserver marks every publish outcome as activity, then passes it on.
-type activityObserver struct {
-	metrics.PublishObserver
-	l *liveness
-}
-
-func (o activityObserver) Acked(m *nats.Msg, latency time.Duration, duplicate bool) {
-	o.l.touch()
-	o.PublishObserver.Acked(m, latency, duplicate)
-}
-
-func (o activityObserver) Retried(m *nats.Msg, err error) {
-	o.l.touch()
-	o.PublishObserver.Retried(m, err)
-}
-
-func (o activityObserver) Rejected(m *nats.Msg, err error) {
-	o.l.touch()
-	o.PublishObserver.Rejected(m, err)
 }

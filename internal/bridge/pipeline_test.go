@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/metrics"
@@ -32,6 +33,8 @@ type recordingStream struct {
 	stored       []*nats.Msg
 	rejectFull   string
 	rejectAlways string
+	// rejectTimes refuses the first n messages on a subject.
+	rejectTimes map[string]int
 }
 
 type ackedFuture struct {
@@ -49,6 +52,11 @@ func (r *recordingStream) PublishMsgAsync(m *nats.Msg, _ ...jetstream.PublishOpt
 		return nil, nats.ErrMaxPayload
 	}
 	r.mu.Lock()
+	if r.rejectTimes[m.Subject] > 0 {
+		r.rejectTimes[m.Subject]--
+		r.mu.Unlock()
+		return nil, nats.ErrMaxPayload
+	}
 	r.stored = append(r.stored, m)
 	r.mu.Unlock()
 	f := ackedFuture{ok: make(chan *jetstream.PubAck, 1), err: make(chan error, 1), m: m}
@@ -75,6 +83,8 @@ func (c mapCache) Keys() []string {
 }
 
 func (c mapCache) Get(key string) (runtime.Object, bool) { o, ok := c[key]; return o, ok }
+
+func (c mapCache) HasSynced() bool { return true }
 
 // runPublishing starts the intake-to-JetStream half on js and stops it when
 // the test ends.
@@ -192,4 +202,46 @@ func counterValue(t testing.TB, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return d.GetCounter().GetValue()
+}
+
+// A snapshot whose end marker is refused is logged, counted and tried again
+// with backoff; the type becomes ready once one is stored.
+func TestSnapshotterRetriesAFailedSnapshot(t *testing.T) {
+	cfg := testConfig(t, nil)
+	stream := &recordingStream{rejectTimes: map[string]int{testSubjects.Marker(configMaps, informers.SnapshotEnd): 2}}
+	m := metrics.New()
+	pb, stop := runPublishing(t, cfg, stream, publishingDeps{metrics: m})
+	readies := 0
+	status := newTypeStatus(configMaps.String(), m, func() { readies++ })
+	s := &snapshotter{res: configMaps, src: mapCache{"ns/a": testCM("ns", "a", "1")}, intake: pb.intake, markers: pb.markers,
+		ids: newSnapshotIDs(time.Unix(0, 0)), metrics: m, status: status, minBackoff: time.Millisecond, maxBackoff: 4 * time.Millisecond, syncLogEvery: time.Hour}
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { defer close(ran); s.run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !status.snapshotted.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the type never got its start-up snapshot")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-ran
+	stop()
+	if got := counterValue(t, m.SnapshotFailures.WithLabelValues(configMaps.String())); got != 2 {
+		t.Errorf("snapshot failures %v, want 2", got)
+	}
+	if readies != 1 {
+		t.Errorf("ready reported %d times, want 1", readies)
+	}
+	begins := 0
+	for _, msg := range stream.messages() {
+		if msg.Header.Get("ce-type") == encode.TypeSnapshotBegin {
+			begins++
+		}
+	}
+	if begins != 3 {
+		t.Errorf("%d snapshots begun, want 3 (two refused ends, then one stored)", begins)
+	}
 }

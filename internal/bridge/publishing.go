@@ -31,7 +31,6 @@ type publishingDeps struct {
 	// called after JetStream rejected a message.
 	maxPayload   func() int
 	rereadLimits func()
-	live         *liveness
 }
 
 // startPublishing runs the pipeline and the publisher behind it. The
@@ -41,12 +40,9 @@ func startPublishing(soft, hard context.Context, wg *sync.WaitGroup, cfg *config
 	m := d.metrics
 	s := &publishing{intake: in, budget: newByteBudget(int64(cfg.PublishBufferBytes)), markers: newMarkerWaiter(), errc: make(chan error, 1)}
 	m.IntakeGauges(in.pendingObjects, s.budget.inUse, int64(cfg.PublishBufferBytes))
-	if d.live == nil {
-		d.live = newLiveness(time.Hour)
-	}
 	var err error
 	s.pub, err = sink.NewPublisher(d.js, sink.WithWindow(cfg.PublishWindow), sink.WithBackoff(100*time.Millisecond, cfg.PublishMaxBackoff),
-		sink.WithObserver(activityObserver{metrics.PublishObserver{M: m}, d.live}))
+		sink.WithObserver(metrics.PublishObserver{M: m}))
 	if err != nil {
 		return nil, err
 	}

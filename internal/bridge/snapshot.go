@@ -32,7 +32,8 @@ func (s *snapshotIDs) next() string { return s.base + "-" + strconv.FormatInt(s.
 // A snapshot that fails is retried with backoff; the type is never left
 // without its start-up snapshot.
 type snapshotter struct {
-	src     *informers.Source
+	res     *informers.Resource
+	src     syncedCache
 	intake  *intake
 	markers *markerWaiter
 	ids     *snapshotIDs
@@ -46,9 +47,16 @@ type snapshotter struct {
 	syncLogEvery time.Duration
 }
 
+// syncedCache is a cache a snapshot can read once it has synced.
+// *informers.Source is one.
+type syncedCache interface {
+	cacheReader
+	HasSynced() bool
+}
+
 // run returns when ctx ends.
 func (s *snapshotter) run(ctx context.Context) {
-	res := s.src.Resource.String()
+	res := s.res.String()
 	logger := klog.FromContext(ctx).WithValues("resource", res)
 	ctx = klog.NewContext(ctx, logger)
 	if !s.waitForSync(ctx) {
@@ -108,11 +116,11 @@ func (s *snapshotter) waitForSync(ctx context.Context) bool {
 
 func (s *snapshotter) snapshot(ctx context.Context, reason string) error {
 	logger := klog.FromContext(ctx)
-	res := s.src.Resource.String()
+	res := s.res.String()
 	id := s.ids.next()
 	start := time.Now()
 	ended := s.markers.expect(id)
-	s.intake.requestSnapshot(s.src.Resource, s.src, id)
+	s.intake.requestSnapshot(s.res, s.src, id)
 	logger.V(2).Info("Snapshot requested", "snapshotID", id, "reason", reason)
 	var r markerResult
 	select {

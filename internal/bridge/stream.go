@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,34 +33,11 @@ func streamConfig(cfg *config.Config, subjects encode.Subjects) jetstream.Stream
 	}
 }
 
-func ensureStream(ctx context.Context, js jetstream.JetStream, cfg *config.Config, subjects encode.Subjects) (*jetstream.StreamInfo, error) {
-	logger := klog.FromContext(ctx)
-	sc := streamConfig(cfg, subjects)
-	wait := 500 * time.Millisecond
-	for {
-		opCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		info, err := sink.EnsureStream(opCtx, js, sc, subjects.ClusterWildcard())
-		cancel()
-		if err == nil {
-			return info, nil
-		}
-		// A wrong stream is a configuration problem; anything else may be
-		// NATS not being reachable yet.
-		if errors.Is(err, sink.ErrStreamSubjects) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) || ctx.Err() != nil {
-			return nil, err
-		}
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) {
-			return nil, err
-		}
-		logger.Info("JetStream not available yet; retrying", "err", err, "retryIn", wait)
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, 10*time.Second)
-	}
+// ensureStream creates or checks the stream, waiting as long as it takes
+// for JetStream to answer: no responders, no leader or a timeout is an
+// outage to wait out, not a reason to exit and crash-loop.
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg *config.Config, subjects encode.Subjects, attempts func(error)) (*jetstream.StreamInfo, error) {
+	return sink.WaitForStream(ctx, js, streamConfig(cfg, subjects), subjects.ClusterWildcard(), sink.WithAttemptObserver(attempts))
 }
 
 // streamLimits is the largest message the bridge may publish: the smaller of

@@ -3,8 +3,6 @@ package sink
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -54,8 +52,14 @@ func (a Auth) Options() ([]nats.Option, error) {
 // Connect dials url until it succeeds or ctx ends, then keeps the
 // connection reconnecting forever. Publishes made while disconnected fail at
 // once instead of filling a client-side buffer: the publisher retries them.
+//
+// url may carry credentials (nats://user:password@host, nats://token@host).
+// Nothing Connect logs or returns shows them: URLs go through RedactURLs,
+// and errors are masked too, since nats.go returns url.Parse's errors, which
+// quote the whole URL.
 func Connect(ctx context.Context, url string, extra ...nats.Option) (*nats.Conn, error) {
 	logger := klog.FromContext(ctx)
+	r := newRedactor(url)
 	opts := append([]nats.Option{
 		nats.Name("kubebridge"),
 		nats.MaxReconnects(-1),
@@ -64,14 +68,14 @@ func Connect(ctx context.Context, url string, extra ...nats.Option) (*nats.Conn,
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
 			// A nil error is our own Close or Drain, not an outage.
 			if err != nil {
-				logger.Info("Disconnected from NATS; reconnecting", "err", err)
+				logger.Info("Disconnected from NATS; reconnecting", "err", r.err(err))
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			logger.Info("Reconnected to NATS", "server", redact(nc.ConnectedUrl()))
 		}),
 		nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
-			logger.Error(err, "NATS error")
+			logger.Error(r.err(err), "NATS error")
 		}),
 	}, extra...)
 	wait := 500 * time.Millisecond
@@ -81,28 +85,13 @@ func Connect(ctx context.Context, url string, extra ...nats.Option) (*nats.Conn,
 			logger.Info("Connected to NATS", "server", redact(nc.ConnectedUrl()), "maxPayload", nc.MaxPayload())
 			return nc, nil
 		}
-		logger.Info("Cannot connect to NATS yet; retrying", "url", redactList(url), "err", err, "retryIn", wait)
+		err = r.err(err)
+		logger.Info("Cannot connect to NATS yet; retrying", "url", RedactURLs(url), "err", err, "retryIn", wait)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("sink: connect to NATS %s: %w", redactList(url), err)
+			return nil, fmt.Errorf("sink: connect to NATS %s: %w", RedactURLs(url), err)
 		case <-time.After(wait):
 		}
 		wait = min(wait*2, 10*time.Second)
 	}
-}
-
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	return u.Redacted()
-}
-
-func redactList(list string) string {
-	parts := strings.Split(list, ",")
-	for i, p := range parts {
-		parts[i] = redact(strings.TrimSpace(p))
-	}
-	return strings.Join(parts, ",")
 }

@@ -7,5 +7,7 @@
 // keeps it where it matters: two messages on one subject are never in
 // flight together (a retried message cannot land after a newer one for the
 // same object), and a barrier message is stored after everything sent before
-// it and before anything sent after it.
+// it and before anything sent after it. Order is kept per subject only, so
+// a subject waiting for its ack parks its later messages instead of holding
+// back every other subject.
 package sink

@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"k8s.io/klog/v2"
 )
 
 // ErrRejected wraps a publish error that retrying cannot fix, such as a
@@ -96,11 +95,30 @@ type Publisher struct {
 	js   AsyncPublisher
 	opts options
 
-	slots    chan struct{}
-	mu       sync.Mutex
-	bySubj   map[string]chan struct{}
-	inFlight atomic.Int64
-	failing  atomic.Bool
+	// slots holds one token per accepted message that is not settled yet,
+	// whether its publish is in flight or parked behind another one on its
+	// subject; so the window bounds memory as well as unacknowledged
+	// publishes. A barrier takes every token, which is how it waits for
+	// everything before it.
+	slots chan struct{}
+	// pending counts the same messages for InFlight and the observer.
+	pending atomic.Int64
+	failing atomic.Bool
+	// lastActivity is when the last attempt had an outcome. A time.Time
+	// rather than Unix nanoseconds, so it keeps the monotonic reading.
+	lastActivity atomic.Pointer[time.Time]
+
+	mu sync.Mutex
+	// lanes has an entry for every subject with a publish in flight; it
+	// holds the messages parked behind that publish, oldest first.
+	lanes map[string]*lane
+}
+
+// lane is the FIFO of one subject's parked messages. The goroutine that
+// publishes the subject's in-flight message takes the next one from it, so
+// a subject never has two publishes in flight.
+type lane struct {
+	parked []Envelope
 }
 
 // NewPublisher returns a Publisher on js.
@@ -111,15 +129,34 @@ func NewPublisher(js AsyncPublisher, opts ...Option) (*Publisher, error) {
 			return nil, err
 		}
 	}
-	return &Publisher{js: js, opts: o, slots: make(chan struct{}, o.window), bySubj: map[string]chan struct{}{}}, nil
+	return &Publisher{js: js, opts: o, slots: make(chan struct{}, o.window), lanes: map[string]*lane{}}, nil
 }
 
-// InFlight is the number of publishes not yet acknowledged.
-func (p *Publisher) InFlight() int { return int(p.inFlight.Load()) }
+// InFlight is the number of messages accepted and not yet settled: those
+// being published and those parked behind a publish on their subject.
+func (p *Publisher) InFlight() int { return int(p.pending.Load()) }
+
+// LastActivity is when a publish attempt last had an outcome of any kind:
+// acknowledged, failed and to be retried, or rejected. Attempts cut short by
+// the publisher's own shutdown do not count. It is the zero time until the
+// first outcome.
+//
+// It tells a publisher that keeps trying, such as while JetStream is down,
+// from one that does nothing at all: failing attempts keep it moving, a
+// stuck loop does not.
+func (p *Publisher) LastActivity() time.Time {
+	if t := p.lastActivity.Load(); t != nil {
+		return *t
+	}
+	return time.Time{}
+}
 
 // Run publishes everything from in, in order per subject, until in is closed
-// and every message is acknowledged, or ctx ends. Messages still pending when
-// ctx ends get ErrShutdown. It returns ctx's error if ctx ended first.
+// and every message is acknowledged, or ctx ends. A message whose subject
+// has a publish in flight is parked until that publish settles, and Run
+// moves on to the next message at once: one slow or failing subject does
+// not hold back the others. Messages still pending when ctx ends get
+// ErrShutdown. It returns ctx's error if ctx ended first.
 func (p *Publisher) Run(ctx context.Context, in <-chan Envelope) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -139,63 +176,89 @@ func (p *Publisher) Run(ctx context.Context, in <-chan Envelope) error {
 	}
 }
 
-// drain waits until every slot is free, i.e. nothing is in flight.
+// drain waits until every slot is free, i.e. nothing is in flight or parked.
 func (p *Publisher) drain(ctx context.Context) error {
 	held, err := p.acquire(ctx, p.opts.window)
 	p.release(held)
 	return err
 }
 
+// dispatch hands env on and returns without waiting for its publish, except
+// for a barrier, which is published here, when every earlier message has
+// settled, so that nothing after it is dispatched before it is stored. It
+// fails only when ctx ends before env could be accepted.
 func (p *Publisher) dispatch(ctx context.Context, wg *sync.WaitGroup, env Envelope) error {
 	if env.Barrier {
-		held, err := p.acquire(ctx, p.opts.window)
-		if err != nil {
-			p.release(held)
-			return err
-		}
-		defer p.release(held)
-		if env.Msg == nil && env.Build != nil {
-			if env.Msg, err = env.Build(); err != nil {
-				finish(env, err)
-				return nil
-			}
-		}
-		p.publish(ctx, env)
-		return nil
-	}
-	subject := env.Msg.Subject
-	p.mu.Lock()
-	prev := p.bySubj[subject]
-	p.mu.Unlock()
-	if prev != nil {
-		select {
-		case <-prev:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return p.barrier(ctx, env)
 	}
 	held, err := p.acquire(ctx, 1)
 	if err != nil {
 		p.release(held)
 		return err
 	}
-	done := make(chan struct{})
+	p.track(1)
+	subject := env.Msg.Subject
 	p.mu.Lock()
-	p.bySubj[subject] = done
+	if l, busy := p.lanes[subject]; busy {
+		l.parked = append(l.parked, env)
+		p.mu.Unlock()
+		return nil
+	}
+	p.lanes[subject] = &lane{}
 	p.mu.Unlock()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		p.publish(ctx, env)
-		p.mu.Lock()
-		if p.bySubj[subject] == done {
-			delete(p.bySubj, subject)
-		}
-		p.mu.Unlock()
-		close(done)
-		p.release(1)
+		p.runLane(ctx, subject, env)
 	}()
 	return nil
+}
+
+// barrier publishes env once everything accepted before it has settled.
+func (p *Publisher) barrier(ctx context.Context, env Envelope) error {
+	held, err := p.acquire(ctx, p.opts.window)
+	defer p.release(held)
+	if err != nil {
+		return err
+	}
+	if env.Msg == nil && env.Build != nil {
+		if env.Msg, err = env.Build(); err != nil {
+			finish(env, err)
+			return nil
+		}
+	}
+	p.track(1)
+	p.publish(ctx, env)
+	p.track(-1)
+	return nil
+}
+
+// runLane publishes env and then, one at a time, the messages parked on its
+// subject, until none is left. The lane is removed under the same lock that
+// dispatch parks under, so a message parked at the last moment is still
+// picked up here.
+func (p *Publisher) runLane(ctx context.Context, subject string, env Envelope) {
+	for {
+		p.publish(ctx, env)
+		p.track(-1)
+		p.release(1)
+		p.mu.Lock()
+		l := p.lanes[subject]
+		if len(l.parked) == 0 {
+			delete(p.lanes, subject)
+			p.mu.Unlock()
+			return
+		}
+		env = l.parked[0]
+		l.parked[0] = Envelope{} // let the sent message be collected
+		l.parked = l.parked[1:]
+		p.mu.Unlock()
+	}
+}
+
+// track counts n more (or fewer) unsettled messages and tells the observer.
+func (p *Publisher) track(n int64) {
+	p.opts.observer.InFlight(int(p.pending.Add(n)))
 }
 
 func (p *Publisher) acquire(ctx context.Context, n int) (int, error) {
@@ -214,87 +277,3 @@ func (p *Publisher) release(n int) {
 		<-p.slots
 	}
 }
-
-// publish sends env until it is acknowledged, rejected, or ctx ends. The
-// message keeps its Nats-Msg-Id across attempts, so a retry of a message
-// that was stored but whose ack was lost is dropped by JetStream.
-func (p *Publisher) publish(ctx context.Context, env Envelope) {
-	p.opts.observer.InFlight(int(p.inFlight.Add(1)))
-	defer func() { p.opts.observer.InFlight(int(p.inFlight.Add(-1))) }()
-	logger := klog.FromContext(ctx)
-	backoff := p.opts.minBackoff
-	for attempt := 0; ; attempt++ {
-		start := time.Now()
-		ack, err := p.attempt(ctx, env.Msg)
-		if err == nil {
-			if p.failing.CompareAndSwap(true, false) {
-				logger.Info("Publishing to JetStream recovered", "subject", env.Msg.Subject, "attempts", attempt+1)
-			}
-			p.opts.observer.Acked(env.Msg, time.Since(start), ack.Duplicate)
-			finish(env, nil)
-			return
-		}
-		if ctx.Err() != nil {
-			finish(env, ErrShutdown)
-			return
-		}
-		if permanent(err) {
-			err = fmt.Errorf("%w: %s: %w", ErrRejected, env.Msg.Subject, err)
-			logger.Error(err, "JetStream rejected a message; it is not retried", "msgID", env.Msg.Header.Get(jetstream.MsgIDHeader))
-			p.opts.observer.Rejected(env.Msg, err)
-			finish(env, err)
-			return
-		}
-		p.opts.observer.Retried(env.Msg, err)
-		if p.failing.CompareAndSwap(false, true) {
-			logger.Info("Publishing to JetStream failed; retrying with backoff until it succeeds", "subject", env.Msg.Subject, "err", err)
-		} else {
-			logger.V(4).Info("Publish retry", "subject", env.Msg.Subject, "attempt", attempt+1, "err", err)
-		}
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			finish(env, ErrShutdown)
-			return
-		}
-		backoff = min(backoff*2, p.opts.maxBackoff)
-	}
-}
-
-func (p *Publisher) attempt(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
-	// PublishMsgAsync sets the reply subject on the message it is given;
-	// a fresh copy keeps every attempt independent.
-	f, err := p.js.PublishMsgAsync(&nats.Msg{Subject: msg.Subject, Header: msg.Header, Data: msg.Data})
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case ack := <-f.Ok():
-		return ack, nil
-	case err := <-f.Err():
-		return nil, err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func permanent(err error) bool {
-	if errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) {
-		return true
-	}
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrMessageTooLarge
-}
-
-func finish(env Envelope, err error) {
-	if env.Done != nil {
-		env.Done(err)
-	}
-}
-
-type nopObserver struct{}
-
-func (nopObserver) Acked(*nats.Msg, time.Duration, bool) {}
-func (nopObserver) Retried(*nats.Msg, error)             {}
-func (nopObserver) Rejected(*nats.Msg, error)            {}
-func (nopObserver) InFlight(int)                         {}

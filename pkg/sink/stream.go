@@ -21,7 +21,8 @@ type StreamManager interface {
 
 // EnsureStream creates the stream cfg describes if it does not exist. If it
 // exists, it checks that one of its subjects covers need (a subject or
-// wildcard) and otherwise leaves it as its owner configured it.
+// wildcard) and otherwise leaves it as its owner configured it. It makes one
+// attempt; WaitForStream retries it while JetStream is unavailable.
 func EnsureStream(ctx context.Context, js StreamManager, cfg jetstream.StreamConfig, need string) (*jetstream.StreamInfo, error) {
 	s, err := js.Stream(ctx, cfg.Name)
 	switch {

@@ -1,0 +1,249 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A subject whose ack does not come (a slow or stuck stream leader, a
+// retried message) must not stall the other subjects: their messages are
+// published and acknowledged meanwhile, and the stuck subject's later
+// messages wait their turn without being attempted.
+func TestPublisherNoHeadOfLineBlocking(t *testing.T) {
+	release := make(chan struct{})
+	fs := newLaneStream(func(m *nats.Msg, _ int) outcome {
+		if m.Subject == "A" {
+			return outcome{hold: release}
+		}
+		return outcome{}
+	})
+	p, err := NewPublisher(fs, WithWindow(64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := newDoneLog()
+	in := make(chan Envelope, 64)
+	for i := range 3 {
+		in <- done.envelope("A", fmt.Sprintf("A%d", i))
+	}
+	var others []string
+	for c := 'B'; c <= 'Z'; c++ {
+		id := string(c) + "1"
+		others = append(others, id)
+		in <- done.envelope(string(c), id)
+	}
+	close(in)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(ctx, in) }()
+
+	waitFor(t, "every subject but A is acknowledged while A's first ack is held", func() bool {
+		for _, id := range others {
+			if !done.ackedNil(id) {
+				return false
+			}
+		}
+		return true
+	})
+	waitFor(t, "InFlight counts A's publish and the two parked behind it", func() bool { return p.InFlight() == 3 })
+	if n := fs.attemptsOf("A1") + fs.attemptsOf("A2"); n != 0 {
+		t.Errorf("A1 and A2 attempted %d times while A0 was in flight", n)
+	}
+	close(release)
+	if err := <-ran; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	stored, violations, _ := fs.snapshot()
+	for _, v := range violations {
+		t.Error(v)
+	}
+	if a0, a1, a2 := index(stored, "A0"), index(stored, "A1"), index(stored, "A2"); a0 < 0 || a1 < a0 || a2 < a1 {
+		t.Errorf("A stored at %d, %d, %d; want increasing", a0, a1, a2)
+	}
+	for _, id := range append([]string{"A0", "A1", "A2"}, others...) {
+		if problem, err := done.result(id); problem != "" || err != nil {
+			t.Errorf("%s: err %v %s", id, err, problem)
+		}
+	}
+	if n := p.InFlight(); n != 0 {
+		t.Errorf("InFlight %d after Run returned", n)
+	}
+}
+
+// When ctx ends, the message in flight and those parked behind it get
+// ErrShutdown once each, and the parked ones are never attempted.
+func TestPublisherShutdownGivesUpParked(t *testing.T) {
+	never := make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	fs := newLaneStream(func(m *nats.Msg, _ int) outcome {
+		if m.Subject == "A" {
+			return outcome{hold: never}
+		}
+		return outcome{}
+	})
+	p, _ := NewPublisher(fs, WithWindow(8))
+	done := newDoneLog()
+	in := make(chan Envelope, 8)
+	for i := range 3 {
+		in <- done.envelope("A", fmt.Sprintf("A%d", i))
+	}
+	in <- done.envelope("B", "B0")
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(ctx, in) }()
+	waitFor(t, "B0 acknowledged and A's three messages pending", func() bool { return done.ackedNil("B0") && p.InFlight() == 3 })
+	cancel()
+	if err := <-ran; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run returned %v, want context.Canceled", err)
+	}
+	for _, id := range []string{"A0", "A1", "A2"} {
+		if problem, err := done.result(id); problem != "" || !errors.Is(err, ErrShutdown) {
+			t.Errorf("%s: got %v %s, want ErrShutdown once", id, err, problem)
+		}
+	}
+	if n := fs.attemptsOf("A1") + fs.attemptsOf("A2"); n != 0 {
+		t.Errorf("parked messages attempted %d times", n)
+	}
+}
+
+// Property test: many subjects with skewed traffic, random ack delays,
+// retryable failures (asynchronous and immediate), rejections and barriers.
+// Whatever the timing, each subject's messages are stored in the order
+// given, a subject never has two attempts in flight, the window bounds both
+// pending messages and attempts, a barrier is attempted only when
+// everything before it is stored and nothing after it has been attempted,
+// and Done is called exactly once per message.
+func TestPublisherOrderUnderRandomAcks(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			t.Parallel()
+			checkRandomRun(t, seed)
+		})
+	}
+}
+
+func checkRandomRun(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 42))
+	window := []int{1, 3, 16, 64}[seed%4]
+	const subjects, messages = 40, 1500
+
+	// Plan the run up front, so that the fake knows the order.
+	type planned struct {
+		subject, id string
+		barrier     bool
+		reject      bool
+	}
+	plan := make([]planned, 0, messages)
+	pos := map[string]int{}
+	for i := range messages {
+		var pl planned
+		switch {
+		case i%250 == 249:
+			pl = planned{subject: "marker", id: fmt.Sprintf("barrier-%d", i), barrier: true}
+		default:
+			// Squaring skews traffic onto the first subjects, so that
+			// messages park behind each other.
+			s := int(float64(subjects) * rng.Float64() * rng.Float64())
+			pl = planned{subject: fmt.Sprintf("s.%d", s), id: fmt.Sprintf("s%d-m%d", s, i), reject: rng.IntN(100) == 0}
+		}
+		pos[pl.id] = i
+		plan = append(plan, pl)
+	}
+	fs := newLaneStream(func(m *nats.Msg, attempt int) outcome {
+		id := m.Header.Get(jetstream.MsgIDHeader)
+		if plan[pos[id]].reject {
+			return outcome{immediate: nats.ErrMaxPayload}
+		}
+		o := outcome{delay: time.Duration(rng.IntN(300)) * time.Microsecond}
+		if attempt < 3 {
+			switch rng.IntN(20) {
+			case 0:
+				o.err = jetstream.ErrAsyncPublishTimeout
+			case 1:
+				o.immediate = nats.ErrConnectionReconnecting
+			}
+		}
+		return o
+	})
+	fs.check = func(s *laneStream, id string) string {
+		if !plan[pos[id]].barrier {
+			return ""
+		}
+		for _, pl := range plan[:pos[id]] {
+			if !pl.reject && !s.storedSet[pl.id] {
+				return fmt.Sprintf("barrier %s attempted before %s was stored", id, pl.id)
+			}
+		}
+		for _, pl := range plan[pos[id]+1:] {
+			if s.attempts[pl.id] > 0 {
+				return fmt.Sprintf("%s attempted before barrier %s", pl.id, id)
+			}
+		}
+		return ""
+	}
+	obs := &countingObserver{}
+	p, err := NewPublisher(fs, WithWindow(window), WithBackoff(50*time.Microsecond, time.Millisecond), WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := newDoneLog()
+	envs := make([]Envelope, 0, len(plan))
+	for _, pl := range plan {
+		env := done.envelope(pl.subject, pl.id)
+		env.Barrier = pl.barrier
+		envs = append(envs, env)
+	}
+	runPublisher(t, p, envs)
+
+	stored, violations, maxTotal := fs.snapshot()
+	for _, v := range violations {
+		t.Error(v)
+	}
+	if maxTotal > window {
+		t.Errorf("%d attempts in flight at once, window %d", maxTotal, window)
+	}
+	if n := obs.maxInFlight.Load(); n > int64(window) {
+		t.Errorf("InFlight reached %d, window %d", n, window)
+	}
+	storedAt := map[string]int{}
+	for i, id := range stored {
+		if _, dup := storedAt[id]; dup {
+			t.Errorf("%s stored twice", id)
+		}
+		storedAt[id] = i
+	}
+	last := map[string]int{}
+	for _, pl := range plan {
+		problem, err := done.result(pl.id)
+		if problem != "" {
+			t.Errorf("%s: %s", pl.id, problem)
+			continue
+		}
+		if pl.reject {
+			if !errors.Is(err, ErrRejected) {
+				t.Errorf("%s: Done got %v, want ErrRejected", pl.id, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: Done got %v", pl.id, err)
+		}
+		at, ok := storedAt[pl.id]
+		if !ok {
+			t.Errorf("%s never stored", pl.id)
+			continue
+		}
+		if prev, seen := last[pl.subject]; seen && at < prev {
+			t.Errorf("%s stored at %d, before the previous message on %s at %d", pl.id, at, pl.subject, prev)
+		}
+		last[pl.subject] = at
+	}
+}

@@ -1,0 +1,102 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/klog/v2"
+)
+
+// publish sends env until it is acknowledged, rejected, or ctx ends. The
+// message keeps its Nats-Msg-Id across attempts, so a retry of a message
+// that was stored but whose ack was lost is dropped by JetStream. A message
+// whose turn comes after ctx ended (one parked on a busy subject, say) is
+// given up without an attempt.
+func (p *Publisher) publish(ctx context.Context, env Envelope) {
+	if ctx.Err() != nil {
+		finish(env, ErrShutdown)
+		return
+	}
+	logger := klog.FromContext(ctx)
+	backoff := p.opts.minBackoff
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		ack, err := p.attempt(ctx, env.Msg)
+		if err != nil && ctx.Err() != nil {
+			// Cut short by our own shutdown: not an outcome.
+			finish(env, ErrShutdown)
+			return
+		}
+		p.lastActivity.Store(new(time.Now()))
+		if err == nil {
+			if p.failing.CompareAndSwap(true, false) {
+				logger.Info("Publishing to JetStream recovered", "subject", env.Msg.Subject, "attempts", attempt+1)
+			}
+			p.opts.observer.Acked(env.Msg, time.Since(start), ack.Duplicate)
+			finish(env, nil)
+			return
+		}
+		if permanent(err) {
+			err = fmt.Errorf("%w: %s: %w", ErrRejected, env.Msg.Subject, err)
+			logger.Error(err, "JetStream rejected a message; it is not retried", "msgID", env.Msg.Header.Get(jetstream.MsgIDHeader))
+			p.opts.observer.Rejected(env.Msg, err)
+			finish(env, err)
+			return
+		}
+		p.opts.observer.Retried(env.Msg, err)
+		if p.failing.CompareAndSwap(false, true) {
+			logger.Info("Publishing to JetStream failed; retrying with backoff until it succeeds", "subject", env.Msg.Subject, "err", err)
+		} else {
+			logger.V(4).Info("Publish retry", "subject", env.Msg.Subject, "attempt", attempt+1, "err", err)
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			finish(env, ErrShutdown)
+			return
+		}
+		backoff = min(backoff*2, p.opts.maxBackoff)
+	}
+}
+
+func (p *Publisher) attempt(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
+	// PublishMsgAsync sets the reply subject on the message it is given;
+	// a fresh copy keeps every attempt independent.
+	f, err := p.js.PublishMsgAsync(&nats.Msg{Subject: msg.Subject, Header: msg.Header, Data: msg.Data})
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case ack := <-f.Ok():
+		return ack, nil
+	case err := <-f.Err():
+		return nil, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func permanent(err error) bool {
+	if errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrMessageTooLarge
+}
+
+func finish(env Envelope, err error) {
+	if env.Done != nil {
+		env.Done(err)
+	}
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Acked(*nats.Msg, time.Duration, bool) {}
+func (nopObserver) Retried(*nats.Msg, error)             {}
+func (nopObserver) Rejected(*nats.Msg, error)            {}
+func (nopObserver) InFlight(int)                         {}
