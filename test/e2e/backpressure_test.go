@@ -38,7 +38,7 @@ func TestSnapshotWithChurn(t *testing.T) {
 	if !c.waitOps(100, time.Minute) {
 		t.Fatalf("churn stalled: %v, errors %v", c, c.stop())
 	}
-	vars := pressureVars(t, "8", "256Ki", "500")
+	vars := pressureVars("8", "256Ki")
 	vars["BRIDGE_RESOURCES"] = "configmaps"
 	vars["BRIDGE_RESYNC_PERIOD"] = "0"
 	startOps := c.ops()
@@ -134,7 +134,7 @@ func TestNATSOutage(t *testing.T) {
 		}
 	})
 	h.createManyWith(names, func(i int) string { return churnName("churn-", i) }, 1024)
-	vars := pressureVars(t, "4", "256Ki", "100")
+	vars := pressureVars("4", "256Ki")
 	vars["BRIDGE_RESOURCES"] = "configmaps"
 	vars["BRIDGE_RESYNC_PERIOD"] = "0"
 	b := h.startBridge(vars)

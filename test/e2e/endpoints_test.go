@@ -6,55 +6,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"testing"
 	"time"
 )
 
-// ---- what the bridge binary knows ----
-
-var (
-	helpOnce sync.Once
-	helpText string
-	helpErr  error
-)
-
-// bridgeKnows reports whether the bridge binary documents the environment
-// variable name in its --help. Tests that need a small buffer set the
-// variables the binary under test has: the byte budget of the current
-// core, or the bounded queue of the one before it, so that the same test
-// applies the same pressure to both.
-func bridgeKnows(t *testing.T, name string) bool {
-	t.Helper()
-	helpOnce.Do(func() {
-		out, err := exec.Command(bridgeBin, "--help").CombinedOutput()
-		helpText, helpErr = string(out), err
-	})
-	if helpErr != nil {
-		t.Fatalf("%s --help: %v\n%s", bridgeBin, helpErr, helpText)
-	}
-	return regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(name) + `\s`).MatchString(helpText)
-}
-
 // pressureVars returns the variables that bound what the bridge holds
-// between the informers and NATS: the publish window, the byte budget
-// (BRIDGE_PUBLISH_BUFFER_BYTES) and, on a binary that still has it, the
-// bounded change queue (BRIDGE_QUEUE_SIZE). Variables the binary does not
-// document are left out.
-func pressureVars(t *testing.T, window, bufferBytes, legacyQueue string) map[string]string {
-	t.Helper()
-	vars := map[string]string{"BRIDGE_PUBLISH_WINDOW": window}
-	if bridgeKnows(t, "BRIDGE_PUBLISH_BUFFER_BYTES") {
-		vars["BRIDGE_PUBLISH_BUFFER_BYTES"] = bufferBytes
-	}
-	if bridgeKnows(t, "BRIDGE_QUEUE_SIZE") {
-		vars["BRIDGE_QUEUE_SIZE"] = legacyQueue
-	}
-	return vars
+// between the informers and NATS: the publish window and the byte budget.
+func pressureVars(window, bufferBytes string) map[string]string {
+	return map[string]string{"BRIDGE_PUBLISH_WINDOW": window, "BRIDGE_PUBLISH_BUFFER_BYTES": bufferBytes}
 }
 
 // ---- the operational endpoints ----
