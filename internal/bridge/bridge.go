@@ -145,6 +145,11 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	if err != nil {
 		return err
 	}
+	stream, err := js.Stream(ctx, info.Config.Name)
+	if err != nil {
+		return fmt.Errorf("jetstream: stream %s: %w", info.Config.Name, err)
+	}
+	rec := &reconciler{tail: sink.Tail{Stream: stream}, subjects: subjects}
 	limits := newStreamLimits(nc, js, info)
 	logger.Info("JetStream stream ready", "stream", info.Config.Name, "subjects", strings.Join(info.Config.Subjects, ","), "maxPayload", limits.maxPayload())
 
@@ -207,7 +212,10 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	ids := newSnapshotIDs(o.now())
 	for i, src := range sources {
 		s := &snapshotter{res: src.Resource, src: src, intake: in, markers: pb.markers, ids: ids, period: cfg.ResyncPeriod, metrics: m, status: statuses[i],
-			minBackoff: time.Second, maxBackoff: time.Minute, syncLogEvery: 30 * time.Second}
+			minBackoff: time.Second, maxBackoff: time.Minute, syncLogEvery: 30 * time.Second,
+			missedDeletes: func(ctx context.Context) ([]informers.Change, error) {
+				return rec.missedDeletes(ctx, src.Resource, src.Scope, src, o.now())
+			}}
 		wg.Add(1)
 		go func() { defer wg.Done(); s.run(ctx) }()
 	}

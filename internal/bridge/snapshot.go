@@ -45,6 +45,9 @@ type snapshotter struct {
 	minBackoff, maxBackoff time.Duration
 	// syncLogEvery is how often a type whose cache has not synced says so.
 	syncLogEvery time.Duration
+	// missedDeletes, if set, returns the deletes made while no bridge was
+	// publishing; they are published before the start-up snapshot.
+	missedDeletes func(context.Context) ([]informers.Change, error)
 }
 
 // syncedCache is a cache a snapshot can read once it has synced.
@@ -63,6 +66,9 @@ func (s *snapshotter) run(ctx context.Context) {
 		return
 	}
 	s.status.setSynced()
+	if !s.publishMissedDeletes(ctx) {
+		return
+	}
 	reason := "start-up"
 	backoff := s.minBackoff
 	for {
@@ -87,6 +93,41 @@ func (s *snapshotter) run(ctx context.Context) {
 			return
 		}
 		reason = "periodic"
+	}
+}
+
+// publishMissedDeletes hands the deletes missed while no bridge was
+// publishing to the intake, retrying with backoff until the stream could be
+// read. It reports false when ctx ended first.
+func (s *snapshotter) publishMissedDeletes(ctx context.Context) bool {
+	if s.missedDeletes == nil {
+		return true
+	}
+	logger := klog.FromContext(ctx)
+	res := s.res.String()
+	backoff := s.minBackoff
+	for {
+		start := time.Now()
+		deletes, err := s.missedDeletes(ctx)
+		if err == nil {
+			for _, c := range deletes {
+				s.metrics.ChangesObserved.WithLabelValues(res, string(c.Verb)).Inc()
+				s.metrics.MissedDeletes.WithLabelValues(res).Inc()
+				s.intake.Add(c)
+			}
+			if len(deletes) > 0 {
+				logger.Info("Publishing deletes made while no bridge was publishing (finalstateunknown=true)", "deletes", len(deletes), "duration", time.Since(start).Round(time.Millisecond))
+			}
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		logger.Error(err, "Cannot read the stream to find deletes missed while down; trying again", "retryIn", backoff)
+		if !sleep(ctx, backoff) {
+			return false
+		}
+		backoff = min(2*backoff, s.maxBackoff)
 	}
 }
 

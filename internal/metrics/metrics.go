@@ -33,6 +33,7 @@ type Metrics struct {
 	SnapshotDuration  *prometheus.HistogramVec
 	SnapshotItems     *prometheus.CounterVec
 	SnapshotFailures  *prometheus.CounterVec
+	MissedDeletes     *prometheus.CounterVec
 	Unpublishable     *prometheus.CounterVec
 	ResourceReady     *prometheus.GaugeVec
 	WatchErrors       *prometheus.CounterVec
@@ -77,6 +78,8 @@ func New() *Metrics {
 			Help: "Snapshot items stored."}, []string{"resource"}),
 		SnapshotFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "snapshot_failures_total",
 			Help: "Snapshots whose end marker could not be published; each is tried again with backoff."}, []string{"resource"}),
+		MissedDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "missed_deletes_total",
+			Help: "Objects the stream still showed at start-up that the cluster no longer has (deleted while no bridge was publishing); each is published as deleted with finalstateunknown and also counted in changes_observed_total."}, []string{"resource"}),
 		Unpublishable: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "unpublishable_objects_total",
 			Help: "Object states that could not be published even without their content (counted once per resourceVersion)."}, []string{"resource"}),
 		ResourceReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "resource_ready",
@@ -88,7 +91,7 @@ func New() *Metrics {
 	}
 	r.MustRegister(m.ChangesObserved, m.ChangesCoalesced, m.EventsPublished, m.EventsSuperseded, m.EncodeErrors, m.OversizeObjects,
 		m.PublishRetries, m.PublishRejected, m.PublishDuplicates, m.PublishLatency, m.InFlight, m.LastPublish,
-		m.Snapshots, m.SnapshotDuration, m.SnapshotItems, m.SnapshotFailures, m.Unpublishable, m.ResourceReady, m.WatchErrors, m.JetStreamWaits,
+		m.Snapshots, m.SnapshotDuration, m.SnapshotItems, m.SnapshotFailures, m.MissedDeletes, m.Unpublishable, m.ResourceReady, m.WatchErrors, m.JetStreamWaits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -1,0 +1,121 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/informers"
+)
+
+// streamTail is what the reconciler reads from the stream. sink.Tail is one.
+type streamTail interface {
+	LastPerSubject(ctx context.Context, filter string, fn func(subject string, header nats.Header) error) error
+	Last(ctx context.Context, subject string) (*nats.Msg, error)
+}
+
+// reconciler finds the objects the stream still shows but the cluster no
+// longer has: deleted while no bridge was publishing. Without it the last
+// message of such an object's subject would stay an added, updated or
+// snapshot item forever, and a consumer bootstrapping from the last message
+// per subject would hold objects that do not exist.
+type reconciler struct {
+	tail     streamTail
+	subjects encode.Subjects
+}
+
+// missedDeletes reads the last message of every object subject of res and
+// returns a deleted change (final state unknown, with the last state the
+// stream holds) for each object that the cache does not have, or has under
+// another uid. Objects outside scope (another namespace, labels the
+// selector does not match) are left alone: they are not watched, so their
+// absence from the cache says nothing.
+func (r *reconciler) missedDeletes(ctx context.Context, res *informers.Resource, scope informers.Scope, cache cacheReader, now time.Time) ([]informers.Change, error) {
+	selector, err := labels.Parse(scope.LabelSelector)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile %s: label selector: %w", res, err)
+	}
+	// <type>.<namespace>.<name>: object subjects only (and the two marker
+	// subjects, which ParseObject rejects).
+	filter := r.subjects.Type(res) + ".*.*"
+	var candidates []string
+	scanned := 0
+	err = r.tail.LastPerSubject(ctx, filter, func(subject string, h nats.Header) error {
+		scanned++
+		if h.Get("ce-type") == encode.TypeDeleted {
+			return nil
+		}
+		ref, err := r.subjects.ParseObject(subject)
+		if err != nil {
+			return nil // a marker, or not one of ours
+		}
+		if res.Namespaced && len(scope.Namespaces) > 0 && !slices.Contains(scope.Namespaces, ref.Namespace) {
+			return nil
+		}
+		if cached(cache, ref, types.UID(h.Get("ce-uid"))) {
+			return nil
+		}
+		candidates = append(candidates, subject)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	klog.FromContext(ctx).V(2).Info("Read the stream's last message per object", "subjects", scanned, "missing", len(candidates))
+	var deletes []informers.Change
+	for _, subject := range candidates {
+		msg, err := r.tail.Last(ctx, subject)
+		if err != nil {
+			return nil, err
+		}
+		obj, err := lastState(msg)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Cannot read the last state of an object the cluster no longer has; no delete is published for it", "subject", subject)
+			continue
+		}
+		// Checked again on the message read now: the object may have been
+		// published since the scan.
+		ref, _ := r.subjects.ParseObject(subject)
+		if msg.Header.Get("ce-type") == encode.TypeDeleted || cached(cache, ref, obj.GetUID()) || !selector.Matches(labels.Set(obj.GetLabels())) {
+			continue
+		}
+		deletes = append(deletes, informers.Change{Verb: informers.Deleted, Resource: res, Object: obj, FinalStateUnknown: true, ObservedAt: now})
+	}
+	return deletes, nil
+}
+
+// cached reports whether the cache holds the object ref names under uid.
+func cached(cache cacheReader, ref encode.ObjectRef, uid types.UID) bool {
+	key := ref.Name
+	if ref.Namespace != "" {
+		key = ref.Namespace + "/" + ref.Name
+	}
+	obj, ok := cache.Get(key)
+	return ok && uidOf(obj) == uid
+}
+
+// lastState decodes the object a stored event carries.
+func lastState(msg *nats.Msg) (*unstructured.Unstructured, error) {
+	ev, err := encode.Decode(msg)
+	if err != nil {
+		return nil, err
+	}
+	var data encode.Data
+	if err := json.Unmarshal(ev.Data(), &data); err != nil {
+		return nil, fmt.Errorf("event %s: %w", ev.ID(), err)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(data.Object); err != nil {
+		return nil, fmt.Errorf("event %s: object: %w", ev.ID(), err)
+	}
+	return obj, nil
+}
