@@ -1,0 +1,224 @@
+package bridge
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubebridge/kubebridge/pkg/informers"
+)
+
+// Memory cost per object of the sequencer's order guard and of the intake,
+// measured as the growth of the live heap (runtime.GC, then
+// MemStats.HeapAlloc) around filling them. Results go to docs/memory.md:
+//
+//	go test -run '^$' -bench 'GuardMemory|IntakeMemory' ./internal/bridge/
+//
+// ns/op is the time to build, fill and measure one round and means nothing
+// here; B/object is the result. Nothing is asserted about time.
+
+var memCM = &informers.Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+
+// liveHeap is the live heap in bytes. runtime.GC returns after a full cycle
+// including the sweep, so HeapAlloc then counts only reachable objects.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// memUID is a 36-character UUID-shaped uid, allocated on its own as a
+// decoded object's uid is (protobuf and JSON decoding copy each string).
+func memUID(i int) types.UID {
+	return types.UID(fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", uint32(i*2654435761), i&0xffff, i&0xfff, (i>>12)&0xfff, uint64(i)*0x9e3779b97f4a7c15>>16))
+}
+
+// memObject is object i at resourceVersion 123456789+version, with its
+// uid, resourceVersion and name each in an allocation of their own.
+func memObject(i, version int) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace:       "bench-memory",
+		Name:            fmt.Sprintf("cm-%06d", i),
+		UID:             memUID(i),
+		ResourceVersion: strconv.Itoa(123456789 + version),
+	}}
+}
+
+func perObject(before, after int64, n int) float64 { return float64(after-before) / float64(n) }
+
+// BenchmarkGuardMemory fills an orderGuard with n objects and reports the
+// live heap it adds per object.
+//
+//   - strings=shared: the objects stay alive, as the informer cache keeps
+//     them, so the guard's uid key and resourceVersion point into them and
+//     only the map is the guard's own. This is the steady state: the guard
+//     holds the strings of the last object it admitted, which is the
+//     cache's current one.
+//   - strings=fresh: the objects are garbage once admitted, so the guard
+//     alone keeps their uid and resourceVersion strings alive. This is what
+//     an entry costs while the cache has replaced the object and the guard
+//     has not seen the newer version yet (publishing behind, NATS away).
+//
+// Two more metrics show what pruning does: pruned-B/object is what stays
+// after a snapshot's sweep forgot every object (a Go map keeps its tables
+// after deletes), churned-B/object what the guard holds after three more
+// rounds of n new uids, each followed by a sweep, then n more new uids.
+// The new uids are new objects, garbage once admitted, so churned-B/object
+// has fresh strings in both variants.
+func BenchmarkGuardMemory(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		for _, strs := range []string{"shared", "fresh"} {
+			b.Run(fmt.Sprintf("n=%d/strings=%s", n, strs), func(b *testing.B) {
+				var sum, pruned, churned float64
+				for range b.N {
+					var objs []*corev1.ConfigMap
+					if strs == "shared" {
+						objs = make([]*corev1.ConfigMap, n)
+						for i := range objs {
+							objs[i] = memObject(i, i)
+						}
+					}
+					object := func(i, round int) *corev1.ConfigMap {
+						if objs != nil && round == 0 {
+							return objs[i]
+						}
+						// Later rounds are new objects: new uids.
+						return memObject(i+round*n, i)
+					}
+					before := liveHeap()
+					g := newOrderGuard()
+					fill := func(round int) {
+						for i := range n {
+							c := informers.Change{Verb: informers.SnapshotItem, Resource: memCM, Object: object(i, round)}
+							if !g.admit(&c) {
+								b.Fatalf("object %d not admitted", i)
+							}
+						}
+					}
+					sweep := func() {
+						// A snapshot that found none of them: its end forgets all.
+						g.admit(&informers.Change{Verb: informers.SnapshotBegin, Resource: memCM})
+						g.admit(&informers.Change{Verb: informers.SnapshotEnd, Resource: memCM})
+					}
+					fill(0)
+					if g.size() != n {
+						b.Fatalf("guard holds %d objects, want %d", g.size(), n)
+					}
+					sum += perObject(before, liveHeap(), n)
+
+					sweep()
+					if g.size() != 0 {
+						b.Fatalf("guard holds %d objects after the sweep, want 0", g.size())
+					}
+					pruned += perObject(before, liveHeap(), n)
+
+					for round := 1; round <= 3; round++ {
+						fill(round)
+						sweep()
+					}
+					fill(4)
+					churned += perObject(before, liveHeap(), n)
+					runtime.KeepAlive(g)
+					runtime.KeepAlive(objs)
+				}
+				b.ReportMetric(sum/float64(b.N), "B/object")
+				b.ReportMetric(pruned/float64(b.N), "pruned-B/object")
+				b.ReportMetric(churned/float64(b.N), "churned-B/object")
+			})
+		}
+	}
+}
+
+// memCache is a cacheReader over a client-go indexer, as informers.Source
+// reads the informer's.
+type memCache struct{ idx cache.Indexer }
+
+func (m memCache) Keys() []string { return m.idx.ListKeys() }
+func (m memCache) Get(key string) (obj kruntime.Object, ok bool) {
+	o, ok, err := m.idx.GetByKey(key)
+	if err != nil || !ok {
+		return nil, false
+	}
+	return o.(kruntime.Object), true
+}
+
+// BenchmarkIntakeMemory reports the live heap the intake adds per object
+// while a change of it waits: the objectState, its queue of one pending
+// entry, the map slot, the "namespace/name" key and the ready FIFO's slot.
+// The objects themselves are kept alive by the benchmark and not counted:
+// the new object is the informer cache's. The old object of a waiting
+// update is not counted either, though the cache no longer holds it: see
+// docs/memory.md.
+//
+//   - changes=1: one update per object;
+//   - changes=3: three updates per object, merged into one pending entry;
+//   - snapshot: a snapshot's begin lists the cache's keys, which stay
+//     listed until the snapshot ends (the key strings are the indexer's).
+func BenchmarkIntakeMemory(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		for _, changes := range []int{1, 3} {
+			b.Run(fmt.Sprintf("n=%d/changes=%d", n, changes), func(b *testing.B) {
+				var sum float64
+				for range b.N {
+					// versions[v][i] is object i at version v; all stay alive.
+					versions := make([][]*corev1.ConfigMap, changes+1)
+					for v := range versions {
+						versions[v] = make([]*corev1.ConfigMap, n)
+						for i := range n {
+							versions[v][i] = memObject(i, v)
+						}
+					}
+					now := time.Now()
+					before := liveHeap()
+					in := newIntake(time.Now, func(*informers.Resource, int) {})
+					for v := 1; v <= changes; v++ {
+						for i := range n {
+							in.Add(informers.Change{Verb: informers.Updated, Resource: memCM, Object: versions[v][i], OldObject: versions[v-1][i], ObservedAt: now})
+						}
+					}
+					if got := in.pendingObjects(); got != n {
+						b.Fatalf("%d objects pending, want %d", got, n)
+					}
+					sum += perObject(before, liveHeap(), n)
+					runtime.KeepAlive(in)
+					runtime.KeepAlive(versions)
+				}
+				b.ReportMetric(sum/float64(b.N), "B/object")
+			})
+		}
+		b.Run(fmt.Sprintf("n=%d/snapshot", n), func(b *testing.B) {
+			var sum float64
+			for range b.N {
+				idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+				for i := range n {
+					if err := idx.Add(memObject(i, i)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				in := newIntake(time.Now, func(*informers.Resource, int) {})
+				before := liveHeap()
+				in.requestSnapshot(memCM, memCache{idx}, "s1")
+				in.mu.Lock()
+				w, ok := in.take(true)
+				in.mu.Unlock()
+				if !ok || w.c.Verb != informers.SnapshotBegin || len(w.run.keys) != n {
+					b.Fatalf("took %v %s, want the begin marker with %d keys listed", ok, w.c.Verb, n)
+				}
+				sum += perObject(before, liveHeap(), n)
+				runtime.KeepAlive(in)
+				runtime.KeepAlive(idx)
+			}
+			b.ReportMetric(sum/float64(b.N), "B/object")
+		})
+	}
+}
