@@ -63,12 +63,14 @@ func (b *byteBudget) inUse() int64 {
 	return b.used
 }
 
-// msgBytes is what a message holds in memory: its data and headers.
+// msgBytes is what a message holds in memory: its data buffer (its
+// capacity: the encoder sizes buffers ahead, so they are larger than the
+// data) and headers.
 func msgBytes(m *nats.Msg) int64 {
 	if m == nil {
 		return 0
 	}
-	n := len(m.Subject) + len(m.Data)
+	n := len(m.Subject) + cap(m.Data)
 	for k, vs := range m.Header {
 		for _, v := range vs {
 			n += len(k) + len(v)

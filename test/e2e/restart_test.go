@@ -15,8 +15,9 @@ import (
 // TestRestartAfterSIGKILL kills the bridge while objects keep changing,
 // changes (and deletes) objects while it is down, and starts it again on
 // the same stream: once the new start-up snapshot is published the
-// replayed state is the apiserver's, deletes missed while down are swept,
-// and no resourceVersion goes back.
+// replayed state is the apiserver's, deletes missed while down are
+// published as deleted (finalstateunknown), and no resourceVersion goes
+// back.
 func TestRestartAfterSIGKILL(t *testing.T) {
 	env := testenv.Get(t)
 	h := newHarness(t, env)
@@ -76,13 +77,18 @@ func TestRestartAfterSIGKILL(t *testing.T) {
 		t.Errorf("both starts used snapshot id %s", sid2)
 	}
 
-	// The delete made while the bridge was down is repaired by the sweep.
+	// The delete made while the bridge was down is published at the
+	// restart, with the last state the stream held and finalstateunknown,
+	// before the new start-up snapshot's end.
 	delSubj := h.cmSubject(h.ns, "fixed-del")
-	if !slices.Contains(st.Swept, delSubj+" "+del.ResourceVersion) {
-		t.Errorf("%s (rv %s) was not swept by the second start-up snapshot; swept: %v", delSubj, del.ResourceVersion, st.Swept)
+	dels := ofType(onSubject(msgs, delSubj), encode.TypeDeleted, "")
+	if len(dels) != 1 || dels[0].Ext(encode.ExtResourceVersion) != del.ResourceVersion || dels[0].Event.Extensions()[encode.ExtFinalStateUnknown] != true {
+		t.Errorf("want one deleted event for %s at rv %s with finalstateunknown:\n%s", delSubj, del.ResourceVersion, describe(dels))
+	} else if dels[0].Seq > ofType(msgs, encode.TypeSnapshotEnd, typ+".")[1].Seq {
+		t.Errorf("the missed delete of %s came after the restart's snapshot end", delSubj)
 	}
-	if got := ofType(onSubject(msgs, delSubj), encode.TypeDeleted, ""); len(got) > 0 {
-		t.Errorf("deleted event for %s although the bridge was down when it was deleted:\n%s", delSubj, describe(got))
+	if slices.Contains(st.Swept, delSubj+" "+del.ResourceVersion) {
+		t.Errorf("%s was swept: its delete should have been published before the snapshot end", delSubj)
 	}
 	// The update and the create made while it was down are snapshot items
 	// of the second start, not live events.
