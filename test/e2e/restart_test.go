@@ -82,7 +82,7 @@ func TestRestartAfterSIGKILL(t *testing.T) {
 	// before the new start-up snapshot's end.
 	delSubj := h.cmSubject(h.ns, "fixed-del")
 	dels := ofType(onSubject(msgs, delSubj), encode.TypeDeleted, "")
-	if len(dels) != 1 || dels[0].Ext(encode.ExtResourceVersion) != del.ResourceVersion || dels[0].Event.Extensions()[encode.ExtFinalStateUnknown] != true {
+	if len(dels) != 1 || dels[0].Ext(encode.ExtResourceVersion) != del.ResourceVersion || dels[0].Ext(encode.ExtFinalStateUnknown) != "true" {
 		t.Errorf("want one deleted event for %s at rv %s with finalstateunknown:\n%s", delSubj, del.ResourceVersion, describe(dels))
 	} else if dels[0].Seq > ofType(msgs, encode.TypeSnapshotEnd, typ+".")[1].Seq {
 		t.Errorf("the missed delete of %s came after the restart's snapshot end", delSubj)
