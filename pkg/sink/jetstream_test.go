@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-func startJetStream(t *testing.T) jetstream.JetStream {
+func startJetStream(t testing.TB) jetstream.JetStream {
 	t.Helper()
 	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
 	if err != nil {
