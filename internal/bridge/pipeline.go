@@ -49,11 +49,30 @@ type pipeline struct {
 }
 
 // snapshotItems counts the items of each open snapshot that were stored,
-// so the end marker reports what a consumer will actually see.
+// so the end marker reports what a consumer will actually see, and lists
+// those that could not be published in any form, so that consumers do not
+// sweep them.
 type snapshotItems struct {
-	mu     sync.Mutex
-	stored map[string]*atomic.Int64
+	mu          sync.Mutex
+	stored      map[string]*atomic.Int64
+	unpublished map[string][]string
 }
+
+// leftOut records that the item of key in snapshot id could not be published.
+func (s *snapshotItems) leftOut(id, key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unpublished == nil {
+		s.unpublished = map[string][]string{}
+	}
+	if len(s.unpublished[id]) < maxUnpublishedListed {
+		s.unpublished[id] = append(s.unpublished[id], key)
+	}
+}
+
+// maxUnpublishedListed bounds the end marker's unpublished list, which is a
+// header: objects past it may be swept by consumers (they are logged).
+const maxUnpublishedListed = 64
 
 func (s *snapshotItems) open(id string) {
 	s.mu.Lock()
@@ -70,15 +89,17 @@ func (s *snapshotItems) counter(id string) *atomic.Int64 {
 	return s.stored[id]
 }
 
-func (s *snapshotItems) close(id string) int {
+// close returns the number of items stored and the keys left out.
+func (s *snapshotItems) close(id string) (int, []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := s.stored[id]
+	n, left := s.stored[id], s.unpublished[id]
 	delete(s.stored, id)
+	delete(s.unpublished, id)
 	if n == nil {
-		return 0
+		return 0, left
 	}
-	return int(n.Load())
+	return int(n.Load()), left
 }
 
 type job struct {
@@ -219,7 +240,7 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 			return
 		case errors.Is(err, sink.ErrRejected) && w.ref != (objectRef{}):
 			p.counters.unacked.Add(1)
-			p.giveUp(logger, c, err)
+			p.giveUp(logger, w, err)
 		default:
 			p.counters.unacked.Add(1)
 		}
@@ -233,7 +254,7 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 	if verb == informers.SnapshotEnd {
 		// Encoded when every item before it is settled, with their count.
 		return sink.Envelope{Barrier: true, Done: done, Build: func() (*nats.Msg, error) {
-			endCount = p.items.close(snapshotID)
+			endCount, c.SnapshotUnpublished = p.items.close(snapshotID)
 			c.SnapshotCount = endCount
 			enc, err := p.encoder.EncodeWithin(c, p.maxPayload())
 			if err != nil {
@@ -253,7 +274,7 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 	}
 	if err != nil {
 		p.metrics.EncodeErrors.WithLabelValues(resource).Inc()
-		p.giveUp(logger, c, err)
+		p.giveUp(logger, w, err)
 		if w.ref != (objectRef{}) {
 			p.intake.done(w.ref)
 		}
@@ -270,8 +291,14 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 	return sink.Envelope{Msg: enc.Msg, Barrier: verb.IsMarker(), Done: done}
 }
 
-// giveUp records a change that cannot be published in any form.
-func (p *pipeline) giveUp(logger klog.Logger, c informers.Change, err error) {
+// giveUp records a change that cannot be published in any form. A snapshot
+// item is listed on its end marker every time; the log line and the count
+// come once per resourceVersion.
+func (p *pipeline) giveUp(logger klog.Logger, w work, err error) {
+	c := w.c
+	if c.Verb == informers.SnapshotItem {
+		p.items.leftOut(c.SnapshotID, w.ref.key)
+	}
 	if !p.unpublishable.record(c) {
 		return
 	}

@@ -183,6 +183,11 @@ func TestSnapshotEndCountsStoredItems(t *testing.T) {
 		if got := e.Header.Get("ce-snapshotcount"); got != "3" {
 			t.Errorf("snapshotcount %s, want 3", got)
 		}
+		// The object that exists but cannot be published is listed, so
+		// that consumers do not sweep it.
+		if got := e.Header.Get("ce-unpublished"); got != "ns.never" {
+			t.Errorf("unpublished %q, want %q", got, "ns.never")
+		}
 	}
 	if truncated != 2 {
 		t.Errorf("big stored truncated %d times, want once per snapshot", truncated)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -202,6 +203,11 @@ func (s *State) Apply(m Message) error {
 	case encode.TypeSnapshotEnd:
 		if s.open[typ] != m.Ext(encode.ExtSnapshotID) {
 			return fmt.Errorf("replay: end marker of snapshot %s without its begin (open: %q)", m.Ext(encode.ExtSnapshotID), s.open[typ])
+		}
+		// Objects the bridge could not publish in any form exist: they are
+		// listed on the end marker and must not be swept.
+		for _, suffix := range strings.Fields(m.Ext(encode.ExtUnpublished)) {
+			s.seen[typ][typ+"."+suffix] = true
 		}
 		for subj, o := range s.Objects {
 			if o.Type == typ && !s.seen[typ][subj] {

@@ -241,3 +241,23 @@ func TestCoalesced(t *testing.T) {
 		}
 	}
 }
+
+// An object listed as unpublished on the end marker exists: it is not swept.
+func TestUnpublishedIsNotSwept(t *testing.T) {
+	s := &stream{t: t}
+	s.obj(encode.TypeAdded, "grown", "u1", "10")
+	s.obj(encode.TypeAdded, "gone", "u2", "11")
+	s.begin("s1")
+	h := nats.Header{}
+	h.Set("ce-snapshotid", "s1")
+	h.Set("ce-snapshotcount", "0")
+	h.Set("ce-unpublished", "ns.grown")
+	s.add(encode.TypeSnapshotEnd, typ+"._snapshot.end", h)
+	st := s.mustReplay()
+	if _, ok := st.Objects[subj("grown")]; !ok {
+		t.Error("an object listed as unpublished was swept")
+	}
+	if !slices.Equal(st.Swept, []string{subj("gone") + " 11"}) {
+		t.Errorf("swept %v, want only gone", st.Swept)
+	}
+}

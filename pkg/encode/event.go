@@ -44,6 +44,7 @@ const (
 	ExtFinalStateUnknown = "finalstateunknown"
 	ExtTruncated         = "truncated"
 	ExtCoalesced         = "coalesced"
+	ExtUnpublished       = "unpublished"
 )
 
 // Header names outside the ce- attribute set.
@@ -175,6 +176,9 @@ func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string,
 		ev.SetExtension(ExtSnapshotID, c.SnapshotID)
 		if c.Verb == informers.SnapshotEnd {
 			ev.SetExtension(ExtSnapshotCount, int32(c.SnapshotCount))
+			if len(c.SnapshotUnpublished) > 0 {
+				ev.SetExtension(ExtUnpublished, e.Subjects.ObjectSuffixes(c.SnapshotUnpublished))
+			}
 		}
 		return ev, e.Subjects.Marker(r, c.Verb), nil
 	}

@@ -153,6 +153,23 @@ func (s Subjects) Object(r *informers.Resource, namespace, name string) string {
 	return s.Type(r) + "." + ns + "." + EscapeToken(name)
 }
 
+// ObjectSuffixes turns cache keys (namespace/name, or name) into the last two
+// tokens of their object subjects, <namespace|_cluster>.<name>, joined by
+// spaces (tokens never contain one): the form of a snapshot end marker's
+// unpublished extension.
+func (s Subjects) ObjectSuffixes(keys []string) string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		ns, name, namespaced := strings.Cut(k, "/")
+		if !namespaced {
+			out[i] = ClusterScopeToken + "." + EscapeToken(ns)
+			continue
+		}
+		out[i] = EscapeToken(ns) + "." + EscapeToken(name)
+	}
+	return strings.Join(out, " ")
+}
+
 // Marker is the subject of a snapshot begin or end marker.
 func (s Subjects) Marker(r *informers.Resource, v informers.Verb) string {
 	end := "begin"

@@ -62,6 +62,10 @@ type Change struct {
 	SnapshotID string
 	// SnapshotCount is the number of items on SnapshotEnd.
 	SnapshotCount int
+	// SnapshotUnpublished, on SnapshotEnd, lists the cache keys (namespace/
+	// name, or name) of objects whose item could not be published in any
+	// form: consumers must not sweep them, they exist.
+	SnapshotUnpublished []string
 	// Coalesced is the number of changes this one stands for when pending
 	// changes of the object were merged while publishing was behind: two
 	// or more on Added, Updated and Deleted; one or more on a SnapshotItem
