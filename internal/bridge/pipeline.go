@@ -274,13 +274,13 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 	}
 	if err != nil {
 		p.metrics.EncodeErrors.WithLabelValues(resource).Inc()
-		p.giveUp(logger, w, err)
-		if w.ref != (objectRef{}) {
-			p.intake.done(w.ref)
-		}
 		if verb.IsMarker() {
+			logger.Error(err, "Cannot encode a snapshot marker", "resource", resource, "snapshotID", snapshotID)
 			p.markers.done(snapshotID, markerResult{err: err})
+			return sink.Envelope{}
 		}
+		p.giveUp(logger, w, err)
+		p.intake.done(w.ref)
 		return sink.Envelope{}
 	}
 	if enc.Truncated {
