@@ -30,21 +30,9 @@ import (
 // must reach the stream: deletes as deleted with finalstateunknown=true,
 // the update as updated, the create as added.
 func TestRelistAfterCompaction(t *testing.T) {
-	testenv.Get(t) // skips without binaries; builds the bridge
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	start := time.Now()
-	env, err := testenv.Start(ctx, testenv.Options{APIServerFlags: []string{"--watch-cache=false"}})
-	testenv.SkipIfNoBinaries(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			env.KeepLogs()
-			t.Logf("component logs kept in %s", env.LogDir())
-		}
-		env.Close()
-	})
-	t.Logf("own environment (--watch-cache=false) up in %v", time.Since(start).Round(time.Millisecond))
-
+	env := envWithoutWatchCache(ctx, t)
 	h := newHarness(t, env)
 	typ := h.cmType()
 	keep := map[int]*corev1.ConfigMap{}
@@ -206,21 +194,9 @@ func newUID(t *testing.T) types.UID {
 // then added (new uid) on the subject, never one updated event whose
 // object and oldObject have different uids.
 func TestRecreateAcrossRelist(t *testing.T) {
-	testenv.Get(t) // skips without binaries; builds the bridge
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	start := time.Now()
-	env, err := testenv.Start(ctx, testenv.Options{APIServerFlags: []string{"--watch-cache=false"}})
-	testenv.SkipIfNoBinaries(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			env.KeepLogs()
-			t.Logf("component logs kept in %s", env.LogDir())
-		}
-		env.Close()
-	})
-	t.Logf("own environment (--watch-cache=false) up in %v", time.Since(start).Round(time.Millisecond))
-
+	env := envWithoutWatchCache(ctx, t)
 	h := newHarness(t, env)
 	typ := h.cmType()
 	old := h.createCM(h.ns, "phoenix", nil, map[string]string{"v": "old"})
@@ -316,4 +292,24 @@ func TestRecreateAcrossRelist(t *testing.T) {
 			t.Errorf("added data is not the new object: %s", adds[0].Data)
 		}
 	}
+}
+
+// envWithoutWatchCache starts an environment of the test's own whose
+// apiserver serves watches from etcd (--watch-cache=false), so that a watch
+// from a compacted resourceVersion fails with 410 and the informer relists.
+func envWithoutWatchCache(ctx context.Context, t *testing.T) *testenv.Env {
+	t.Helper()
+	testenv.Get(t) // skips without binaries; builds the bridge
+	start := time.Now()
+	env, err := testenv.Start(ctx, testenv.Options{APIServerFlags: []string{"--watch-cache=false"}})
+	testenv.SkipIfNoBinaries(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			env.KeepLogs()
+			t.Logf("component logs kept in %s", env.LogDir())
+		}
+		env.Close()
+	})
+	t.Logf("own environment (--watch-cache=false) up in %v", time.Since(start).Round(time.Millisecond))
+	return env
 }
