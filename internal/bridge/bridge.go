@@ -182,7 +182,7 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	defer cancelHard()
 	live := newLiveness(o.stuckAfter)
 	var wg sync.WaitGroup
-	pb, err := startPublishing(ctx, hard, &wg, cfg, in, publishingDeps{js: js, encoder: &encode.Encoder{Subjects: subjects}, metrics: m,
+	pb, err := startPublishing(ctx, hard, &wg, cfg, in, publishingDeps{js: js, encoder: newEncoder(cfg, subjects, info), metrics: m,
 		maxPayload: limits.maxPayload, rereadLimits: func() { limits.reread(hard) }})
 	if err != nil {
 		return err

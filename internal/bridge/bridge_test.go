@@ -25,7 +25,9 @@ func TestServePublishesExactSequence(t *testing.T) {
 	pre := cluster.configMap("default", "pre", map[string]string{"k": "v0"})
 	cluster.create(t, pre)
 
-	startBridge(t, testConfig(t, nil), cluster.kube(), nc)
+	// Deletes that do not expire, so without a roll-up: the exact sequence
+	// of every message (TestTombstoneHeaders covers the roll-up).
+	startBridge(t, testConfig(t, map[string]string{"BRIDGE_TOMBSTONE_TTL": "0"}), cluster.kube(), nc)
 	b := cluster.create(t, cluster.configMap("default", "b", map[string]string{"k": "v1"}))
 	waitFor(t, js, "added b", 10*time.Second, func(m []replay.Message) bool { return countType(m, encode.TypeAdded) == 1 })
 	b2 := b.DeepCopy()
@@ -106,7 +108,9 @@ func TestSnapshotInvariantsUnderChurn(t *testing.T) {
 	for i := range 30 {
 		cluster.create(t, cluster.configMap("ns"+fmt.Sprint(i%3), fmt.Sprintf("cm-%d", i), map[string]string{"i": "0"}))
 	}
-	startBridge(t, testConfig(t, map[string]string{"BRIDGE_RESYNC_PERIOD": "100ms"}), cluster.kube(), nc)
+	// Every snapshot stays in the stream, so that they can be counted and
+	// replayed from the first.
+	startBridge(t, testConfig(t, map[string]string{"BRIDGE_RESYNC_PERIOD": "100ms", "BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT": "-1"}), cluster.kube(), nc)
 
 	churn(t, cluster, 2*time.Second, 60)
 

@@ -15,7 +15,22 @@ import (
 	"github.com/kubebridge/kubebridge/pkg/sink"
 )
 
-// streamConfig is the stream the bridge creates when it is missing.
+// streamConfig is the stream the bridge creates when it is missing. An
+// existing stream is compared with it: what it lacks is logged, and the
+// encoder only sends the headers the stream takes (newEncoder).
+//
+// Every object has a subject of its own and each type's snapshot markers
+// have theirs, so MaxMsgsPerSubject compacts per object: the stream keeps
+// each object's newest messages instead of a copy per snapshot.
+//
+// Deletes expire with a per-message TTL and a roll-up (sink.Tombstones
+// says why both) rather than with the server's subject delete markers
+// (SubjectDeleteMarkerTTL): those are written only when the age limit or a
+// TTL removes a subject's last message, so they do nothing about a delete
+// uncovering older messages; they are bare messages without CloudEvents
+// attributes on the object's subject, which a consumer reading the last
+// message per subject would have to tell apart; and they raise every
+// message TTL to their own.
 func streamConfig(cfg *config.Config, subjects encode.Subjects) jetstream.StreamConfig {
 	storage := jetstream.FileStorage
 	if cfg.StreamStorage == "memory" {
@@ -25,11 +40,17 @@ func streamConfig(cfg *config.Config, subjects encode.Subjects) jetstream.Stream
 		Name:        cfg.StreamName,
 		Description: "Kubernetes object changes published by kubebridge",
 		Subjects:    []string{subjects.Stream()},
-		Storage:     storage,
-		Replicas:    cfg.StreamReplicas,
-		MaxAge:      cfg.StreamMaxAge,
-		MaxBytes:    cfg.StreamMaxBytes,
-		Duplicates:  cfg.StreamDuplicateWindow,
+		// Consumers replay the stream at will; a message must not go
+		// away because someone acknowledged it.
+		Retention:         jetstream.LimitsPolicy,
+		Storage:           storage,
+		Replicas:          cfg.StreamReplicas,
+		MaxAge:            cfg.StreamMaxAge,
+		MaxBytes:          cfg.StreamMaxBytes,
+		MaxMsgsPerSubject: cfg.StreamMaxMsgsPerSubject,
+		Duplicates:        cfg.StreamDuplicateWindow,
+		AllowMsgTTL:       cfg.TombstoneTTL > 0,
+		AllowRollup:       cfg.TombstoneTTL > 0,
 	}
 }
 
@@ -38,6 +59,15 @@ func streamConfig(cfg *config.Config, subjects encode.Subjects) jetstream.Stream
 // outage to wait out, not a reason to exit and crash-loop.
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg *config.Config, subjects encode.Subjects, attempts func(error)) (*jetstream.StreamInfo, error) {
 	return sink.WaitForStream(ctx, js, streamConfig(cfg, subjects), subjects.ClusterWildcard(), sink.WithAttemptObserver(attempts))
+}
+
+// newEncoder is the encoder for the stream info describes: deleted events
+// carry Nats-TTL and Nats-Rollup only where the stream takes them, since a
+// stream refuses a message with a header it does not allow, and the
+// publisher would retry it forever.
+func newEncoder(cfg *config.Config, subjects encode.Subjects, info *jetstream.StreamInfo) *encode.Encoder {
+	ttl, rollup := sink.FeaturesOf(info.Config).Tombstones(cfg.TombstoneTTL)
+	return &encode.Encoder{Subjects: subjects, TombstoneTTL: ttl, TombstoneRollup: rollup}
 }
 
 // streamLimits is the largest message the bridge may publish: the smaller of

@@ -60,6 +60,15 @@ type Config struct {
 	StreamMaxAge          time.Duration `env:"BRIDGE_STREAM_MAX_AGE, default=168h" help:"Max age of messages in a created stream; 0 keeps them forever."`
 	StreamMaxBytes        int64         `env:"BRIDGE_STREAM_MAX_BYTES, default=-1" help:"Max size in bytes of a created stream; -1 is unlimited."`
 	StreamDuplicateWindow time.Duration `env:"BRIDGE_STREAM_DUPLICATE_WINDOW, default=2m" help:"JetStream de-duplication window of a created stream (Nats-Msg-Id)."`
+	// Eight: the stream stays a few copies of the cluster's state instead of
+	// one copy per snapshot, and a consumer that falls behind still sees
+	// every step of an object that changed fewer than eight times meanwhile
+	// (with hourly snapshots, an idle object's last seven hours).
+	StreamMaxMsgsPerSubject int64 `env:"BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT, default=8" help:"Messages a created stream keeps per subject, i.e. per object and per snapshot marker subject: the newest N; -1 is unlimited. A consumer behind an object by more than N messages sees its newest state, not every step."`
+	// A day: far longer than a resync period, so a consumer that was away
+	// for less than that still sees the delete; one away longer learns it
+	// from the next snapshot's sweep.
+	TombstoneTTL time.Duration `env:"BRIDGE_TOMBSTONE_TTL, default=24h" help:"How long the stream keeps a deleted event (Nats-TTL, whole seconds), which is then its object's only message (Nats-Rollup: sub): afterwards the object's subject is empty. 0 keeps deletes until the stream's own limits remove them."`
 
 	EmbeddedNATSListen   string `env:"BRIDGE_EMBEDDED_NATS_LISTEN, default=127.0.0.1:4222" help:"host:port of the embedded NATS server (only without NATS_URL)."`
 	EmbeddedNATSStoreDir string `env:"BRIDGE_EMBEDDED_NATS_STORE_DIR" help:"JetStream store directory of the embedded NATS server; default <tmp>/kubebridge-jetstream."`
@@ -211,6 +220,14 @@ func (c *Config) validate(lookup envconfig.Lookuper) []string {
 	}
 	if c.StreamMaxBytes < -1 || c.StreamMaxBytes == 0 {
 		add("BRIDGE_STREAM_MAX_BYTES=%d: must be positive or -1 (unlimited)", c.StreamMaxBytes)
+	}
+	if c.StreamMaxMsgsPerSubject < -1 || c.StreamMaxMsgsPerSubject == 0 {
+		add("BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT=%d: must be positive or -1 (unlimited)", c.StreamMaxMsgsPerSubject)
+	}
+	// JetStream's TTLs are whole seconds, at least one: a fraction would
+	// be cut off by the server, so it is refused here instead.
+	if c.TombstoneTTL != 0 && (c.TombstoneTTL < time.Second || c.TombstoneTTL%time.Second != 0) {
+		add("BRIDGE_TOMBSTONE_TTL=%v: must be 0 (never expire) or whole seconds, at least 1s", c.TombstoneTTL)
 	}
 	p = append(p, c.validateNATS(set)...)
 	return p

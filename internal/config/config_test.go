@@ -252,6 +252,13 @@ func TestLoadProblems(t *testing.T) {
 		{"replicas 6", env("BRIDGE_STREAM_REPLICAS", "6"), []want{p("BRIDGE_STREAM_REPLICAS", "=6", "between 1 and 5")}},
 		{"max bytes 0", env("BRIDGE_STREAM_MAX_BYTES", "0"), []want{p("BRIDGE_STREAM_MAX_BYTES", "=0", "positive or -1")}},
 		{"max bytes -2", env("BRIDGE_STREAM_MAX_BYTES", "-2"), []want{p("BRIDGE_STREAM_MAX_BYTES", "=-2", "positive or -1")}},
+		{"max msgs per subject 0", env("BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT", "0"), []want{p("BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT", "=0", "positive or -1")}},
+		{"max msgs per subject -2", env("BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT", "-2"), []want{p("BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT", "=-2", "positive or -1")}},
+		{"max msgs per subject not a number", env("BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT", "many"), []want{p("BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT", `"many"`, "invalid syntax")}},
+		{"tombstone ttl below a second", env("BRIDGE_TOMBSTONE_TTL", "500ms"), []want{p("BRIDGE_TOMBSTONE_TTL", "500ms", "whole seconds, at least 1s")}},
+		{"tombstone ttl fraction of a second", env("BRIDGE_TOMBSTONE_TTL", "1500ms"), []want{p("BRIDGE_TOMBSTONE_TTL", "1.5s", "whole seconds")}},
+		{"tombstone ttl negative", env("BRIDGE_TOMBSTONE_TTL", "-1h"), []want{p("BRIDGE_TOMBSTONE_TTL", "-1h", "must be 0 (never expire)")}},
+		{"tombstone ttl not a duration", env("BRIDGE_TOMBSTONE_TTL", "1d"), []want{p("BRIDGE_TOMBSTONE_TTL", `"1d"`, "unknown unit")}},
 
 		// Names.
 		{"cluster name uppercase", env("BRIDGE_CLUSTER_NAME", "Prod"), []want{p("BRIDGE_CLUSTER_NAME", `"Prod"`, "DNS label")}},
@@ -623,6 +630,16 @@ func TestLoadValid(t *testing.T) {
 		{"limits", env("BRIDGE_STREAM_REPLICAS", "5", "BRIDGE_STREAM_MAX_BYTES", "1", "BRIDGE_PUBLISH_MAX_BACKOFF", "100ms", "BRIDGE_PUBLISH_BUFFER_BYTES", "64Ki", "BRIDGE_PUBLISH_WINDOW", "1", "BRIDGE_STREAM_STORAGE", "memory"), func(t *testing.T, c *config.Config) {
 			if c.StreamReplicas != 5 || c.StreamMaxBytes != 1 || c.PublishMaxBackoff != 100*time.Millisecond || c.PublishBufferBytes != 64<<10 || c.PublishWindow != 1 || c.StreamStorage != "memory" {
 				t.Errorf("got %+v", *c)
+			}
+		}},
+		{"compaction and tombstones", env("BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT", "1", "BRIDGE_TOMBSTONE_TTL", "3s"), func(t *testing.T, c *config.Config) {
+			if c.StreamMaxMsgsPerSubject != 1 || c.TombstoneTTL != 3*time.Second {
+				t.Errorf("StreamMaxMsgsPerSubject, TombstoneTTL = %v, %v, want 1, 3s", c.StreamMaxMsgsPerSubject, c.TombstoneTTL)
+			}
+		}},
+		{"unlimited per subject, tombstones kept", env("BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT", "-1", "BRIDGE_TOMBSTONE_TTL", "0"), func(t *testing.T, c *config.Config) {
+			if c.StreamMaxMsgsPerSubject != -1 || c.TombstoneTTL != 0 {
+				t.Errorf("StreamMaxMsgsPerSubject, TombstoneTTL = %v, %v, want -1, 0", c.StreamMaxMsgsPerSubject, c.TombstoneTTL)
 			}
 		}},
 		{"names", env("BRIDGE_CLUSTER_NAME", strings.Repeat("a", 63), "BRIDGE_SUBJECT_PREFIX", "acme.k8s-events_v1", "BRIDGE_STREAM_NAME", "k8s_EVENTS-1", "BRIDGE_NAMESPACES", "web, api ,kube-system"), func(t *testing.T, c *config.Config) {

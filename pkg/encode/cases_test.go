@@ -245,6 +245,8 @@ const snapshotID = "01JGZ8K3M4N5P6Q7R8S9T0V1W2"
 type encodeCase struct {
 	name       string
 	maxPayload int
+	// tombstones sets the encoder's TombstoneTTL (with TombstoneRollup).
+	tombstones time.Duration
 	change     func(t testing.TB) informers.Change
 
 	subject   string // NATS subject
@@ -254,6 +256,13 @@ type encodeCase struct {
 	ceSubject string // "" for markers (no subject attribute)
 	truncated bool
 	ext       map[string]string // every extension, formatted as on the wire
+}
+
+// encoder is the encoder the case is encoded with.
+func (tc encodeCase) encoder() *encode.Encoder {
+	e := newEncoder(tc.maxPayload)
+	e.TombstoneTTL, e.TombstoneRollup = tc.tombstones, tc.tombstones > 0
+	return e
 }
 
 func objExt(kind, apiVersion, ns, name, uid, rv string, extra ...string) map[string]string {
@@ -316,6 +325,21 @@ func encodeCases() []encodeCase {
 		},
 		{
 			name: "deleted-configmap",
+			change: func(testing.TB) informers.Change {
+				return informers.Change{Verb: informers.Deleted, Resource: configMaps, Object: appConfig("4720"), ObservedAt: observedAt}
+			},
+			subject:   "kubebridge.prod.core.v1.configmaps.default.app-config",
+			id:        "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4720/deleted",
+			ceType:    "io.kubebridge.object.deleted",
+			source:    "k8s://prod/api/v1/namespaces/default/configmaps",
+			ceSubject: "default/app-config",
+			ext:       objExt("ConfigMap", "v1", "default", "app-config", "6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01", "4720"),
+		},
+		{
+			// As published to a stream that lets deletes expire: Nats-TTL
+			// and Nats-Rollup, no other difference.
+			name:       "deleted-tombstone-ttl",
+			tombstones: 24 * time.Hour,
 			change: func(testing.TB) informers.Change {
 				return informers.Change{Verb: informers.Deleted, Resource: configMaps, Object: appConfig("4720"), ObservedAt: observedAt}
 			},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/binding/spec"
@@ -51,7 +52,15 @@ const (
 const (
 	HeaderContentType = "Content-Type"
 	// HeaderMsgID is JetStream's de-duplication header: <cluster>/<event id>.
-	HeaderMsgID    = "Nats-Msg-Id"
+	HeaderMsgID = "Nats-Msg-Id"
+	// HeaderTTL is JetStream's per-message TTL (nats-server 2.11 or later,
+	// on a stream with AllowMsgTTL), sent on deleted events.
+	HeaderTTL = "Nats-TTL"
+	// HeaderRollup with RollupSubject makes JetStream purge the subject's
+	// earlier messages when it stores this one (AllowRollup), sent on
+	// deleted events.
+	HeaderRollup   = "Nats-Rollup"
+	RollupSubject  = "sub"
 	ceHeaderPrefix = "ce-"
 )
 
@@ -83,6 +92,17 @@ type Encoder struct {
 	// MaxPayload is the largest message (headers and data) the server
 	// accepts; 0 means no limit. Larger events are sent truncated.
 	MaxPayload int
+	// TombstoneTTL, when positive, is sent as Nats-TTL on deleted events
+	// (in whole seconds, rounded up), so the stream removes a delete after
+	// it and a deleted object does not hold its subject forever. The stream
+	// must allow message TTLs, or it refuses these events.
+	TombstoneTTL time.Duration
+	// TombstoneRollup sends Nats-Rollup: sub on deleted events: the stream
+	// purges the object's earlier messages when it stores the delete, so
+	// the delete is the subject's only message and its expiry leaves the
+	// subject empty rather than uncovering an older state of a deleted
+	// object. The stream must allow roll-ups, or it refuses these events.
+	TombstoneRollup bool
 
 	lastObjectSize atomic.Int64
 }
@@ -355,6 +375,16 @@ func (e *Encoder) toMsg(ev *event.Event, subject string) (*nats.Msg, error) {
 	// One stream may hold several clusters; ids are unique per source,
 	// so the de-duplication key is scoped by cluster.
 	w.header.Set(HeaderMsgID, e.Subjects.Cluster+"/"+ev.ID())
+	if ev.Type() == TypeDeleted {
+		if e.TombstoneTTL > 0 {
+			// JetStream counts TTLs in whole seconds and cuts fractions
+			// off; rounding up never expires a delete early.
+			w.header.Set(HeaderTTL, ((e.TombstoneTTL + time.Second - 1) / time.Second * time.Second).String())
+		}
+		if e.TombstoneRollup {
+			w.header.Set(HeaderRollup, RollupSubject)
+		}
+	}
 	return &nats.Msg{Subject: subject, Header: w.header, Data: ev.DataEncoded}, nil
 }
 

@@ -51,7 +51,7 @@ func render(t testing.TB, msg *nats.Msg) []byte {
 func TestGolden(t *testing.T) {
 	for _, tc := range encodeCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			enc, err := newEncoder(tc.maxPayload).Encode(tc.change(t))
+			enc, err := tc.encoder().Encode(tc.change(t))
 			if err != nil {
 				t.Fatalf("Encode: %v", err)
 			}
@@ -250,7 +250,7 @@ func TestTruncated(t *testing.T) {
 	if len(full) <= tc.maxPayload {
 		t.Fatalf("test object is only %d bytes; it must exceed MaxPayload %d", len(full), tc.maxPayload)
 	}
-	enc, err := newEncoder(tc.maxPayload).Encode(c)
+	enc, err := tc.encoder().Encode(c)
 	if err != nil {
 		t.Fatal(err)
 	}

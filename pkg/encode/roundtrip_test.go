@@ -76,7 +76,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 			c := tc.change(t)
 			before, beforeOld := deepCopy(c.Object), deepCopy(c.OldObject)
 
-			enc, err := newEncoder(tc.maxPayload).Encode(c)
+			enc, err := tc.encoder().Encode(c)
 			if err != nil {
 				t.Fatalf("Encode: %v", err)
 			}
@@ -251,7 +251,7 @@ func TestDecodeRejectsPlainMessage(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	for _, tc := range encodeCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEncoder(tc.maxPayload)
+			e := tc.encoder()
 			c := tc.change(t)
 			a, err := e.Encode(c)
 			if err != nil {

@@ -65,8 +65,8 @@ func withWaitBackoff(min, max time.Duration) WaitOption {
 // 5s, so that a bridge started before JetStream is ready does not crash
 // loop; see retryable for which errors count as that. While it waits it logs
 // one line at most every WithLogEvery. A configuration error, such as
-// ErrStreamSubjects or a stream configuration the server refuses, is
-// returned at once. When ctx ends, the returned error wraps ctx's error.
+// ErrStreamSubjects, ErrStreamRetention or a stream configuration the server
+// refuses, is returned at once. When ctx ends, the returned error wraps ctx's error.
 func WaitForStream(ctx context.Context, js StreamManager, cfg jetstream.StreamConfig, need string, opts ...WaitOption) (*jetstream.StreamInfo, error) {
 	o := waitOptions{attemptTimeout: 10 * time.Second, logEvery: 5 * time.Second, minBackoff: 500 * time.Millisecond, maxBackoff: 5 * time.Second}
 	for _, opt := range opts {
@@ -164,11 +164,12 @@ var transientCodes = map[jetstream.ErrorCode]bool{
 //     configuration, subjects overlapping another stream, a name in use
 //     with another configuration, replicas the server cannot have).
 //   - Errors nats.go raises before asking the server (an invalid stream
-//     name, a feature the server lacks) and ErrStreamSubjects are the
-//     caller's to fix.
+//     name, a feature the server lacks), ErrStreamSubjects and
+//     ErrStreamRetention are the caller's to fix.
 func retryable(err error) bool {
 	switch {
 	case errors.Is(err, ErrStreamSubjects),
+		errors.Is(err, ErrStreamRetention),
 		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount),
 		errors.Is(err, nats.ErrConnectionClosed),
 		errors.Is(err, nats.ErrInvalidConnection),

@@ -178,6 +178,13 @@ func (h *harness) bridgeEnv(vars map[string]string) []string {
 		// A port of its own (logged, see endpoint), so bridges never
 		// compete for :8080 and tests can read /metrics and /readyz.
 		"BRIDGE_HTTP_ADDR": "127.0.0.1:0",
+		// The tests read the stream as the history of everything
+		// published: a stream that keeps every message, and deletes that
+		// never expire, so without the roll-up that would purge a deleted
+		// object's earlier events. The compaction and TTL tests remove
+		// these ("") to run with the defaults.
+		"BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT": "-1",
+		"BRIDGE_TOMBSTONE_TTL":               "0",
 	}
 	if raceEnabled {
 		// The first data race ends the bridge with exit code 66.

@@ -1,0 +1,288 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubebridge/kubebridge/internal/replay"
+	"github.com/kubebridge/kubebridge/internal/testenv"
+	"github.com/kubebridge/kubebridge/pkg/encode"
+)
+
+// defaultMaxMsgsPerSubject is BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT's
+// documented default.
+const defaultMaxMsgsPerSubject = 8
+
+// TestCompaction runs ten periodic snapshots of 5,000 ConfigMaps while two
+// clients create, update and delete them, with the default per-subject
+// limit. A stream that kept every message would hold at least eleven
+// copies of every object; the created stream keeps at most N messages per
+// subject, so it holds at most (N + 1) × objects + markers (the issue's
+// bound; N per subject is what the test checks first). And compaction
+// loses no state: the last message per subject, and a mark-and-sweep
+// replay from the latest complete snapshot's begin marker, both equal the
+// apiserver's list. Eleven snapshots of about 5,000 items are some 55,000
+// messages against a bound of 45,016, so a stream without the limit fails
+// the test (about 40 s under -race on two cores).
+func TestCompaction(t *testing.T) {
+	const objects = 5000
+	env := testenv.Get(t)
+	h := newHarness(t, env)
+	typ := h.cmType()
+	h.createManyWith(objects, func(i int) string { return churnName("churn-", i) }, 64)
+
+	// The defaults of BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT and
+	// BRIDGE_TOMBSTONE_TTL.
+	vars := map[string]string{"BRIDGE_RESOURCES": "configmaps", "BRIDGE_RESYNC_PERIOD": "1s", "BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT": "", "BRIDGE_TOMBSTONE_TTL": ""}
+	b := h.startBridge(vars)
+	c := startChurnWith(h.cs, h.ns, churnOptions{names: objects, workers: 2, pause: 5 * time.Millisecond, seed: 17, filler: 64})
+	defer c.stop()
+
+	// Ten periodic snapshots after the start-up one, all under churn.
+	deadline := time.Now().Add(4 * time.Minute)
+	for {
+		m := b.scrape()
+		if n := m.sum("kubebridge_snapshots_total", "resource", cmResource, "reason", "periodic"); n >= 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than 10 periodic snapshots after 4 minutes: %v", m.sum("kubebridge_snapshots_total", "resource", cmResource, "reason", "periodic"))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if errs := c.stop(); len(errs) > 0 {
+		t.Fatalf("churn: %d errors, first: %v", len(errs), errs[0])
+	}
+	t.Logf("churn: %v", c)
+	acct := b.waitNoneDropped(cmResource, convergeTimeout)
+	items := b.scrape().sum("kubebridge_snapshot_items_total", "resource", cmResource)
+
+	// The last message per subject is the cluster's state.
+	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
+	h.waitLastPerSubject(typ, want)
+
+	info := h.streamInfo()
+	const markers = 2 * defaultMaxMsgsPerSubject
+	bound := uint64((defaultMaxMsgsPerSubject+1)*objects + markers)
+	t.Logf("stream: %d messages, %d bytes, %d subjects; %v snapshot items and %d live events published (%v); bound (N+1)×objects+markers = %d",
+		info.State.Msgs, info.State.Bytes, info.State.NumSubjects, items, int(acct.observed), acct, bound)
+	if info.Config.MaxMsgsPerSubject != defaultMaxMsgsPerSubject {
+		t.Errorf("created stream has max_msgs_per_subject %d, want the default %d", info.Config.MaxMsgsPerSubject, defaultMaxMsgsPerSubject)
+	}
+	if info.State.Msgs > bound {
+		t.Errorf("the stream holds %d messages after 11 snapshots of %d objects, more than (N+1)×objects+markers = %d", info.State.Msgs, objects, bound)
+	}
+	var over []string
+	for subj, n := range h.subjectCounts() {
+		if n > defaultMaxMsgsPerSubject {
+			over = append(over, fmt.Sprintf("%s: %d", subj, n))
+		}
+	}
+	if len(over) > 0 {
+		t.Errorf("%d subjects hold more than %d messages, e.g. %q", len(over), defaultMaxMsgsPerSubject, over[:min(5, len(over))])
+	}
+	// Object subjects are the churned names, plus the two marker subjects.
+	if info.State.NumSubjects > objects+2 {
+		t.Errorf("%d subjects, more than %d names and 2 marker subjects", info.State.NumSubjects, objects)
+	}
+
+	// A replay from the latest complete snapshot's begin marker.
+	start, id := h.latestSnapshotStart(typ)
+	msgs := h.readFrom(typ+".>", start)
+	st := replay.NewState(encode.Subjects{})
+	for _, m := range msgs {
+		if err := st.Apply(m); err != nil {
+			t.Fatalf("replay from seq %d (snapshot %s): %v", start, id, err)
+		}
+	}
+	if d := diffState(stateOf(st, typ), want); d != "" {
+		t.Errorf("mark-and-sweep replay from the begin marker of snapshot %s (seq %d): %s", id, start, d)
+	}
+	checkNoRegressions(t, st)
+	t.Logf("replay from seq %d: %d messages, %d objects, %d swept", start, len(msgs), len(st.Objects), len(st.Swept))
+}
+
+// ---- reading the stream as a bootstrapping consumer ----
+
+// streamInfo is the test's stream info.
+func (h *harness) streamInfo() *jetstream.StreamInfo {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := h.js.Stream(ctx, h.stream)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return info
+}
+
+// subjectCounts is the number of messages per subject.
+func (h *harness) subjectCounts() map[string]uint64 {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := h.js.Stream(ctx, h.stream)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(h.prefix+".>"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return info.State.Subjects
+}
+
+// lastMsg is the last message on subject, nil if it has none.
+func (h *harness) lastMsg(subject string) *jetstream.RawStreamMsg {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := h.js.Stream(ctx, h.stream)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return m
+}
+
+// readFrom reads every message matching filter from stream sequence start
+// (0: the first), decoded with sdk-go.
+func (h *harness) readFrom(filter string, start uint64) []replay.Message {
+	h.t.Helper()
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if start > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
+	}
+	msgs, err := h.consume(cfg)
+	if err != nil {
+		h.t.Fatalf("read %s from seq %d: %v", filter, start, err)
+	}
+	return msgs
+}
+
+// lastPerSubject reads the last message of every subject matching filter,
+// as a consumer bootstrapping with DeliverLastPerSubject does.
+func (h *harness) lastPerSubject(filter string) ([]replay.Message, error) {
+	return h.consume(jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+}
+
+// consume reads what an ordered consumer with cfg delivers until nothing
+// is pending.
+func (h *harness) consume(cfg jetstream.OrderedConsumerConfig) ([]replay.Message, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := h.js.Stream(ctx, h.stream)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if info.NumPending == 0 {
+		return nil, nil
+	}
+	var out []replay.Message
+	for {
+		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			meta, err := m.Metadata()
+			if err != nil {
+				return nil, err
+			}
+			ev, err := encode.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+			if err != nil {
+				return nil, fmt.Errorf("seq %d: %w", meta.Sequence.Stream, err)
+			}
+			out = append(out, replay.Message{Seq: meta.Sequence.Stream, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Event: ev})
+			if meta.NumPending == 0 {
+				return out, batch.Error()
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return nil, err
+		}
+		if n == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// lastView is the state a consumer bootstrapping from the last message per
+// subject holds for type typ: every object whose last message is not a
+// delete, as subject → resourceVersion. Snapshot markers, whose subjects
+// match the type's wildcard too, are skipped.
+func lastView(msgs []replay.Message) map[string]string {
+	out := map[string]string{}
+	for _, m := range msgs {
+		switch m.Event.Type() {
+		case encode.TypeAdded, encode.TypeUpdated, encode.TypeSnapshotItem:
+			out[m.Subject] = m.Ext(encode.ExtResourceVersion)
+		}
+	}
+	return out
+}
+
+// waitLastPerSubject waits until the last-per-subject view of type typ
+// equals want.
+func (h *harness) waitLastPerSubject(typ string, want map[string]string) {
+	h.t.Helper()
+	var d string
+	for deadline := time.Now().Add(convergeTimeout); ; time.Sleep(500 * time.Millisecond) {
+		msgs, err := h.lastPerSubject(typ + ".*.*")
+		if err != nil {
+			d = err.Error()
+		} else if d = diffState(lastView(msgs), want); d == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the last-per-subject view of %s does not equal the apiserver's list after %v: %s", typ, convergeTimeout, d)
+		}
+	}
+}
+
+// latestSnapshotStart finds where a mark-and-sweep replay of type typ
+// starts, as the README tells a consumer: the last end marker (the last
+// message on <type>._snapshot.end) names the latest complete snapshot; its
+// begin marker is among the few the begin subject keeps.
+func (h *harness) latestSnapshotStart(typ string) (uint64, string) {
+	h.t.Helper()
+	end := h.lastMsg(typ + "._snapshot.end")
+	if end == nil {
+		h.t.Fatalf("no end marker on %s._snapshot.end", typ)
+	}
+	id := end.Header.Get("ce-" + encode.ExtSnapshotID)
+	for _, m := range h.readFrom(typ+"._snapshot.begin", 0) {
+		if m.Ext(encode.ExtSnapshotID) == id {
+			return m.Seq, id
+		}
+	}
+	h.t.Fatalf("the begin marker of snapshot %s (ended at seq %d) is not in the stream", id, end.Sequence)
+	return 0, ""
+}
