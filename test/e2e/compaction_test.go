@@ -178,9 +178,47 @@ func (h *harness) readFrom(filter string, start uint64) []replay.Message {
 }
 
 // lastPerSubject reads the last message of every subject matching filter,
-// as a consumer bootstrapping with DeliverLastPerSubject does.
+// as a consumer bootstrapping with DeliverLastPerSubject does. It uses a
+// plain pull consumer: an ordered consumer recreates itself after a gap
+// from the next stream sequence, which goes on with messages that are not
+// the last of their subject.
 func (h *harness) lastPerSubject(filter string) ([]replay.Message, error) {
-	return h.consume(jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := h.js.CreateConsumer(ctx, h.stream, jetstream.ConsumerConfig{
+		FilterSubjects: []string{filter},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+		AckPolicy:      jetstream.AckNonePolicy,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = h.js.DeleteConsumer(context.Background(), h.stream, c.CachedInfo().Name) }()
+	var out []replay.Message
+	for left := c.CachedInfo().NumPending; left > 0; {
+		batch, err := c.Fetch(int(min(left, 1000)), jetstream.FetchMaxWait(10*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			meta, err := m.Metadata()
+			if err != nil {
+				return nil, err
+			}
+			left = meta.NumPending
+			ev, err := encode.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+			if err != nil {
+				return nil, fmt.Errorf("seq %d: %w", meta.Sequence.Stream, err)
+			}
+			out = append(out, replay.Message{Seq: meta.Sequence.Stream, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Event: ev})
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("nothing delivered although %d are pending: %v", left, batch.Error())
+		}
+	}
+	return out, nil
 }
 
 // consume reads what an ordered consumer with cfg delivers until nothing
@@ -244,6 +282,8 @@ func lastView(msgs []replay.Message) map[string]string {
 		switch m.Event.Type() {
 		case encode.TypeAdded, encode.TypeUpdated, encode.TypeSnapshotItem:
 			out[m.Subject] = m.Ext(encode.ExtResourceVersion)
+		case encode.TypeDeleted:
+			delete(out, m.Subject)
 		}
 	}
 	return out

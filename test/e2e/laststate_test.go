@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -16,55 +13,6 @@ import (
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 )
-
-// lastPerSubject bootstraps as a NATS consumer would: the last message of
-// every subject of typ (DeliverLastPerSubject on a plain pull consumer),
-// decoded with sdk-go (encode.Decode). It returns subject → resourceVersion
-// of the objects whose last message is not a delete.
-func (h *harness) lastPerSubject(typ string) map[string]string {
-	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c, err := h.js.CreateConsumer(ctx, h.stream, jetstream.ConsumerConfig{
-		FilterSubjects: []string{typ + ".*.*"},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
-		AckPolicy:      jetstream.AckNonePolicy,
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer func() { _ = h.js.DeleteConsumer(context.Background(), h.stream, c.CachedInfo().Name) }()
-	out := map[string]string{}
-	for left := c.CachedInfo().NumPending; left > 0; {
-		batch, err := c.Fetch(int(min(left, 500)), jetstream.FetchMaxWait(10*time.Second))
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			meta, err := m.Metadata()
-			if err != nil {
-				h.t.Fatal(err)
-			}
-			left = meta.NumPending
-			ev, err := encode.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-			if err != nil {
-				h.t.Fatalf("%s: %v", m.Subject(), err)
-			}
-			switch ev.Type() {
-			case encode.TypeSnapshotBegin, encode.TypeSnapshotEnd, encode.TypeDeleted:
-				delete(out, m.Subject())
-			default:
-				out[m.Subject()] = fmt.Sprint(ev.Extensions()[encode.ExtResourceVersion])
-			}
-		}
-		if got == 0 {
-			h.t.Fatalf("no message although %d are pending: %v", left, batch.Error())
-		}
-	}
-	return out
-}
 
 // TestLastPerSubjectAfterRestart: 2,000 objects; the bridge is SIGKILLed;
 // 200 are deleted and 200 updated while it is down; it is started again.
@@ -76,7 +24,10 @@ func TestLastPerSubjectAfterRestart(t *testing.T) {
 	h := newHarness(t, env)
 	typ := h.cmType()
 	createMany(t, h, objects)
-	vars := map[string]string{"BRIDGE_RESOURCES": "configmaps", "BRIDGE_RESYNC_PERIOD": "0"}
+	// The defaults (per-subject limit, tombstones with a TTL and roll-up):
+	// "" removes the harness's full-history settings.
+	vars := map[string]string{"BRIDGE_RESOURCES": "configmaps", "BRIDGE_RESYNC_PERIOD": "0",
+		"BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT": "", "BRIDGE_TOMBSTONE_TTL": ""}
 	b1 := h.startBridge(vars)
 	h.convergeTo(typ, func() map[string]string { return h.listConfigMaps(h.ns, metav1.ListOptions{}) }, nil)
 	b1.kill()
@@ -112,7 +63,11 @@ func TestLastPerSubjectAfterRestart(t *testing.T) {
 	checkNoRegressions(t, st)
 	checkUniqueIDs(t, msgs)
 
-	if d := diffState(h.lastPerSubject(typ), want); d != "" {
+	last, err := h.lastPerSubject(typ + ".*.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diffState(lastView(last), want); d != "" {
 		t.Errorf("last message per subject differs from the apiserver's list: %s", d)
 	}
 	fsu := 0
