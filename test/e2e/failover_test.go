@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubebridge/kubebridge/internal/replay"
+	"github.com/kubebridge/kubebridge/internal/testenv"
+)
+
+// electionVars configure a bridge with leader election on a short Lease.
+func (h *harness) electionVars(pod string) map[string]string {
+	return map[string]string{
+		"BRIDGE_RESOURCES":            "configmaps",
+		"BRIDGE_LEADER_ELECTION":      "true",
+		"BRIDGE_LEASE_NAMESPACE":      h.ns,
+		"BRIDGE_LEASE_NAME":           "kubebridge-e2e",
+		"BRIDGE_LEASE_DURATION":       "4s",
+		"BRIDGE_LEASE_RENEW_DEADLINE": "3s",
+		"BRIDGE_LEASE_RETRY_PERIOD":   "500ms",
+		"POD_NAME":                    pod,
+	}
+}
+
+// leaseName is the Lease electionVars name.
+func (h *harness) leaseName() string {
+	return h.electionVars("")["BRIDGE_LEASE_NAME"]
+}
+
+// checkStandby requires b to be a synced standby: ready, not leading, and
+// nothing published.
+func checkStandby(t *testing.T, b *bridge) {
+	t.Helper()
+	if code, body, err := b.get("/readyz"); err != nil || code != http.StatusOK {
+		t.Errorf("%s: a synced standby's /readyz: %d %q %v, want 200", b.name, code, body, err)
+	}
+	m := b.scrape()
+	if got := m.sum("kubebridge_leader"); got != 0 {
+		t.Errorf("%s: kubebridge_leader %v on a standby, want 0", b.name, got)
+	}
+	if got := m.sum("kubebridge_events_published_total"); got != 0 {
+		t.Errorf("%s: a standby published %v events", b.name, got)
+	}
+	if strings.Contains(b.output(), "Leading:") {
+		t.Errorf("%s logged that it leads while the other replica does", b.name)
+	}
+}
+
+// TestFailoverAfterSIGKILL runs two replicas with leader election under
+// churn and kills the leader: the standby takes over, and the replayed
+// stream equals the apiserver's list with no resourceVersion regression
+// and no duplicate id. Only one replica published at a time: the standby
+// published nothing before the kill, and the leader was dead after it.
+func TestFailoverAfterSIGKILL(t *testing.T) {
+	env := testenv.Get(t)
+	h := newHarness(t, env)
+	typ := h.cmType()
+
+	b1 := h.startBridge(h.electionVars("bridge-a"))
+	b2 := h.launchBridge(h.electionVars("bridge-b"))
+	b2.waitLog("Standby: informer caches synced", readyTimeout)
+	if m := b1.scrape(); m.sum("kubebridge_leader") != 1 || m.sum("kubebridge_leadership_transitions_total") != 1 {
+		t.Errorf("bridge-1: kubebridge_leader %v, transitions %v; want 1, 1", m.sum("kubebridge_leader"), m.sum("kubebridge_leadership_transitions_total"))
+	}
+
+	c := startChurn(h.cs, h.ns, 40, 5*time.Millisecond, 3)
+	defer c.stop()
+	if !c.waitOps(100, time.Minute) {
+		t.Fatalf("churn stalled: %v, errors %v", c, c.stop())
+	}
+	checkStandby(t, b2)
+	b1.kill()
+	killed := time.Now()
+	t.Logf("bridge-1 (leader) killed after churn: %v", c)
+
+	b2.waitLog("First event published as leader", 2*readyTimeout)
+	t.Logf("SIGKILL to the new leader's first event (seen in its log, polled every 50ms): %v", time.Since(killed).Round(time.Millisecond))
+	for _, l := range lines(b2.output()) {
+		if strings.Contains(l, "Leading:") || strings.Contains(l, "First event published as leader") {
+			t.Logf("bridge-2: %s", l)
+		}
+	}
+	if !c.waitOps(100, time.Minute) {
+		t.Fatalf("churn stalled: %v", c)
+	}
+	if errs := c.stop(); len(errs) > 0 {
+		t.Fatalf("churn: %d errors, first: %v", len(errs), errs[0])
+	}
+	t.Logf("churn: %v", c)
+
+	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
+	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, func(s *replay.State) string {
+		if s.Snapshots[typ] < 2 {
+			return "the new leader's start-up snapshot is not complete"
+		}
+		return ""
+	})
+	checkNoRegressions(t, st)
+	checkSnapshots(t, msgs)
+	checkUniqueIDs(t, msgs)
+	if m := b2.scrape(); m.sum("kubebridge_leader") != 1 || m.sum("kubebridge_leadership_transitions_total") != 1 {
+		t.Errorf("bridge-2: kubebridge_leader %v, transitions %v; want 1, 1", m.sum("kubebridge_leader"), m.sum("kubebridge_leadership_transitions_total"))
+	}
+
+	// A leader that stops releases the Lease once it has drained.
+	b2.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := h.cs.CoordinationV1().Leases(h.ns).Get(ctx, h.leaseName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+		t.Errorf("after SIGTERM the Lease is still held by %q", *l.Spec.HolderIdentity)
+	}
+	t.Logf("%d messages, %d swept at the takeover", len(msgs), len(st.Swept))
+}
+
+// TestDeposedLeaderExits takes the Lease away from the leader: once its
+// renewals fail for the renew deadline it stops publishing and exits
+// non-zero with one line saying why, so that Kubernetes restarts it as a
+// standby.
+func TestDeposedLeaderExits(t *testing.T) {
+	env := testenv.Get(t)
+	h := newHarness(t, env)
+	b1 := h.startBridge(h.electionVars("bridge-a"))
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	leases := h.cs.CoordinationV1().Leases(h.ns)
+	for {
+		l, err := leases.Get(ctx, h.leaseName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		holder, secs, now := "intruder", int32(3600), metav1.NewMicroTime(time.Now())
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime, l.Spec.AcquireTime = &holder, &secs, &now, &now
+		if _, err = leases.Update(ctx, l, metav1.UpdateOptions{}); err == nil {
+			break
+		}
+		t.Logf("take the Lease: %v (trying again)", err)
+	}
+	b1.stopped.Store(true)
+	code, ok := b1.waitExit(stopTimeout)
+	if !ok {
+		t.Fatalf("bridge-1 still runs %v after its Lease was taken", stopTimeout)
+	}
+	if code == 0 {
+		t.Errorf("a deposed leader exited 0, want non-zero so that it restarts as a standby")
+	}
+	if n := b1.countLog("lost the leader Lease"); n != 1 {
+		t.Errorf("%d lines say the Lease was lost, want 1", n)
+	}
+	if m := b1.output(); !strings.Contains(m, "bridge: lost the leader Lease") {
+		t.Errorf("the exit line is missing")
+	}
+}
