@@ -2,11 +2,17 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
@@ -60,6 +66,11 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	env := testenv.Get(t)
 	h := newHarness(t, env)
 	typ := h.cmType()
+	if n := failoverObjects(t); n > 0 {
+		start := time.Now()
+		h.createCMs(n)
+		t.Logf("created %d ConfigMaps in %v", n, time.Since(start).Round(time.Millisecond))
+	}
 
 	b1 := h.startBridge(h.electionVars("bridge-a"))
 	b2 := h.launchBridge(h.electionVars("bridge-b"))
@@ -83,6 +94,12 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	for _, l := range lines(b2.output()) {
 		if strings.Contains(l, "Leading:") || strings.Contains(l, "First event published as leader") {
 			t.Logf("bridge-2: %s", l)
+		}
+	}
+	b2.waitLog("Start-up snapshots published", 2*readyTimeout)
+	if lead, ok := logTime(b2.output(), "Leading:"); ok {
+		if done, ok := logTime(b2.output(), "Start-up snapshots published"); ok {
+			t.Logf("bridge-2: missed deletes and start-up snapshot stored %v after taking the Lease", done.Sub(lead).Round(time.Millisecond))
 		}
 	}
 	if !c.waitOps(100, time.Minute) {
@@ -159,4 +176,58 @@ func TestDeposedLeaderExits(t *testing.T) {
 	if m := b1.output(); !strings.Contains(m, "bridge: lost the leader Lease") {
 		t.Errorf("the exit line is missing")
 	}
+}
+
+// failoverObjects is $KUBEBRIDGE_E2E_FAILOVER_OBJECTS: ConfigMaps created
+// before the failover, to measure the takeover with a large snapshot.
+func failoverObjects(t *testing.T) int {
+	v := os.Getenv("KUBEBRIDGE_E2E_FAILOVER_OBJECTS")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		t.Fatalf("KUBEBRIDGE_E2E_FAILOVER_OBJECTS=%q: want a count", v)
+	}
+	return n
+}
+
+// createCMs creates n ConfigMaps of about 1 KB in the test's namespace.
+func (h *harness) createCMs(n int) {
+	h.t.Helper()
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	next := atomic.Int64{}
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				_, err := h.cs.CoreV1().ConfigMaps(h.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bulk-%06d", i)},
+					Data: map[string]string{"v": strings.Repeat("x", 1024)}}, metav1.CreateOptions{})
+				cancel()
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := failed.Load().(error); ok {
+		h.t.Fatalf("create ConfigMaps: %v", err)
+	}
+}
+
+// logTime is the klog timestamp of the first line of out containing substr.
+func logTime(out, substr string) (time.Time, bool) {
+	for _, l := range lines(out) {
+		if !strings.Contains(l, substr) || !klogLine.MatchString(l) {
+			continue
+		}
+		ts, err := time.Parse("0102 15:04:05.000000", l[1:21])
+		return ts, err == nil
+	}
+	return time.Time{}, false
 }
