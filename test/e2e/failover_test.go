@@ -231,3 +231,53 @@ func logTime(out, substr string) (time.Time, bool) {
 	}
 	return time.Time{}, false
 }
+
+// TestHandoverOnSIGTERM stops the leader gracefully during churn: it drains,
+// releases the Lease, and a standby takes over without waiting for the
+// Lease to expire; a standby stopped with SIGTERM exits 0 without ever
+// leading. The replay equals the apiserver's list afterwards.
+func TestHandoverOnSIGTERM(t *testing.T) {
+	env := testenv.Get(t)
+	h := newHarness(t, env)
+	typ := h.cmType()
+
+	b1 := h.startBridge(h.electionVars("bridge-a"))
+	b2 := h.launchBridge(h.electionVars("bridge-b"))
+	b3 := h.launchBridge(h.electionVars("bridge-c"))
+	b2.waitLog("Standby: informer caches synced", readyTimeout)
+	b3.waitLog("Standby: informer caches synced", readyTimeout)
+	b3.stop() // a standby: exit 0
+	if strings.Contains(b3.output(), "Leading:") {
+		t.Errorf("bridge-3 led although bridge-1 held the Lease")
+	}
+
+	c := startChurn(h.cs, h.ns, 40, 5*time.Millisecond, 4)
+	defer c.stop()
+	if !c.waitOps(100, time.Minute) {
+		t.Fatalf("churn stalled: %v, errors %v", c, c.stop())
+	}
+	checkStandby(t, b2)
+	stopped := time.Now()
+	b1.stop()
+	if !strings.Contains(b1.output(), "Released the Lease") {
+		t.Errorf("bridge-1 did not log that it released the Lease")
+	}
+	b2.waitLog("First event published as leader", 2*readyTimeout)
+	t.Logf("SIGTERM of the leader to the new leader's first event (log polled every 50ms): %v", time.Since(stopped).Round(time.Millisecond))
+	if !c.waitOps(100, time.Minute) {
+		t.Fatalf("churn stalled: %v", c)
+	}
+	if errs := c.stop(); len(errs) > 0 {
+		t.Fatalf("churn: %d errors, first: %v", len(errs), errs[0])
+	}
+	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
+	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, func(s *replay.State) string {
+		if s.Snapshots[typ] < 2 {
+			return "the new leader's start-up snapshot is not complete"
+		}
+		return ""
+	})
+	checkNoRegressions(t, st)
+	checkSnapshots(t, msgs)
+	checkUniqueIDs(t, msgs)
+}
