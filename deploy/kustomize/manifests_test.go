@@ -710,7 +710,7 @@ func TestBridgeWorkload(t *testing.T) {
 				t.Errorf("%s: the bridge must run as a Deployment", bc.workload)
 			} else {
 				if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
-					t.Errorf("%s: replicas must be 1: there is no leader election", bc.workload)
+					t.Errorf("%s: replicas must be 1: there is no fencing of a deposed leader yet", bc.workload)
 				}
 				if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 					t.Errorf("%s: strategy must be Recreate, so two bridges never run at once", bc.workload)
@@ -908,7 +908,9 @@ func TestNATSServer(t *testing.T) {
 	}
 }
 
-// TestRBAC: roles grant only get, list and watch, without wildcards, only
+// TestRBAC: roles grant only get, list and watch (and, with leader election,
+// get, create and update on Leases in a Role in the Lease's namespace),
+// without wildcards, only
 // on the types in BRIDGE_RESOURCES (so no Secrets unless configured), and
 // every configured type is granted where the bridge watches it. The
 // namespaced overlay has no cluster-wide RBAC at all.
@@ -944,9 +946,29 @@ func TestRBAC(t *testing.T) {
 				configured[gr] = spec
 			}
 
+			// The Lease of leader election: get, create and update, in a Role
+			// in the Lease's namespace (default: the bridge's own).
+			leaseNS := env["BRIDGE_LEASE_NAMESPACE"]
+			if leaseNS == "" {
+				leaseNS = bc.namespace
+			}
+			isLeaseRule := func(r rbacv1.PolicyRule) bool {
+				return slices.Equal(r.APIGroups, []string{"coordination.k8s.io"}) && slices.Equal(r.Resources, []string{"leases"})
+			}
 			// Least privilege, in every role of the build.
-			checkRules := func(where string, rules []rbacv1.PolicyRule) {
+			checkRules := func(where, namespace string, rules []rbacv1.PolicyRule) {
 				for _, r := range rules {
+					if isLeaseRule(r) {
+						switch {
+						case !cfg.LeaderElection:
+							t.Errorf("%s: grants leases, but BRIDGE_LEADER_ELECTION is off", where)
+						case namespace != leaseNS:
+							t.Errorf("%s: grants leases outside the Lease's namespace %s (a Role there, not a ClusterRole)", where, leaseNS)
+						case len(r.ResourceNames) > 0 || !slices.Equal(r.Verbs, []string{"get", "create", "update"}):
+							t.Errorf("%s: leases: verbs %v, names %v; want exactly get, create, update", where, r.Verbs, r.ResourceNames)
+						}
+						continue
+					}
 					if len(r.NonResourceURLs) > 0 {
 						t.Errorf("%s: grants non-resource URLs %v", where, r.NonResourceURLs)
 					}
@@ -974,11 +996,11 @@ func TestRBAC(t *testing.T) {
 					t.Errorf("ClusterRole %s: aggregation rules would grant what other roles grant", r.Name)
 				}
 				roles["ClusterRole "+r.Name] = r.Rules
-				checkRules("ClusterRole "+r.Name, r.Rules)
+				checkRules("ClusterRole "+r.Name, "", r.Rules)
 			}
 			for _, r := range ofType[*rbacv1.Role](b) {
 				roles["Role "+r.Namespace+"/"+r.Name] = r.Rules
-				checkRules("Role "+r.Namespace+"/"+r.Name, r.Rules)
+				checkRules("Role "+r.Namespace+"/"+r.Name, r.Namespace, r.Rules)
 			}
 
 			// What the bridge's ServiceAccount may do: namespace "" is every
@@ -1027,6 +1049,12 @@ func TestRBAC(t *testing.T) {
 				if isBridge(where, rb.Namespace, rb.Subjects) {
 					grants = append(grants, grant{rb.Namespace, rules})
 				}
+			}
+
+			if cfg.LeaderElection && !slices.ContainsFunc(grants, func(g grant) bool {
+				return g.namespace == leaseNS && slices.ContainsFunc(g.rules, isLeaseRule)
+			}) {
+				t.Errorf("BRIDGE_LEADER_ELECTION is on, but ServiceAccount %s/%s may not get, create and update Leases in %s", bc.namespace, sa, leaseNS)
 			}
 
 			// Every configured type, in every namespace it is watched in.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/leader"
 	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/internal/natsembed"
 	"github.com/kubebridge/kubebridge/pkg/encode"
@@ -155,10 +156,16 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 
 	m.NATSConnected(nc.IsConnected)
 	in := newIntake(o.now, func(r *informers.Resource, n int) { m.ChangesCoalesced.WithLabelValues(r.String()).Add(float64(n)) })
+	var queue informers.Queue = in
+	var gated *gate
+	if cfg.LeaderElection {
+		gated = &gate{next: in}
+		queue = gated
+	}
 	transform := informers.TransformOptions{StripManagedFields: cfg.StripManagedFields, StripLastApplied: cfg.StripLastApplied, RedactSecrets: cfg.RedactSecrets}.Transform()
 	var sources []*informers.Source
 	for _, w := range watches {
-		src, err := informers.NewSource(kube.Clients, w.resource, w.scope, transform, in,
+		src, err := informers.NewSource(kube.Clients, w.resource, w.scope, transform, queue,
 			informers.WithClock(o.now), informers.WithObserver(sourceObserver{m}))
 		if err != nil {
 			return err
@@ -177,12 +184,42 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	}
 	h.types.Store(&statuses)
 
+	lm := m.Leadership()
+	var el *leader.Elector
+	var term *leader.Term
+	if cfg.LeaderElection {
+		for _, src := range sources {
+			src.Run(ctx)
+		}
+		if el, term, err = campaign(ctx, cfg, kube, h, sources, statuses, lm); err != nil || term == nil {
+			return err
+		}
+		gated.open.Store(true)
+	}
+	lm.Leader.Set(1)
+	// lead ends what this replica publishes when ctx ends or, at once,
+	// when it loses the Lease.
+	lead, cancelLead := context.WithCancel(ctx)
+	defer cancelLead()
+
 	// hard ends publishing: at the shutdown deadline, not at the signal.
 	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHard()
+	if el != nil {
+		go func() {
+			select {
+			case <-el.Deposed():
+				// Nothing this replica still holds may reach the stream:
+				// publishing ends now, without the drain.
+				cancelHard()
+				cancelLead()
+			case <-hard.Done():
+			}
+		}()
+	}
 	live := newLiveness(o.stuckAfter)
 	var wg sync.WaitGroup
-	pb, err := startPublishing(ctx, hard, &wg, cfg, in, publishingDeps{js: js, encoder: newEncoder(cfg, subjects, info), metrics: m,
+	pb, err := startPublishing(lead, hard, &wg, cfg, in, publishingDeps{js: js, encoder: newEncoder(cfg, subjects, info), metrics: m,
 		maxPayload: limits.maxPayload, rereadLimits: func() { limits.reread(hard) }})
 	if err != nil {
 		return err
@@ -204,8 +241,12 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 		o.listening(addr)
 	}
 
-	for _, src := range sources {
-		src.Run(ctx)
+	if el == nil {
+		for _, src := range sources {
+			src.Run(ctx)
+		}
+	} else {
+		go logFirstEvent(lead, term, &pb.cnt.acked)
 	}
 	// Each type snapshots as soon as its own cache has synced, so one that
 	// cannot be listed holds up nobody else.
@@ -217,11 +258,30 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 				return rec.missedDeletes(ctx, src.Resource, src.Scope, src, o.now())
 			}}
 		wg.Add(1)
-		go func() { defer wg.Done(); s.run(ctx) }()
+		go func() { defer wg.Done(); s.run(lead) }()
 	}
 
-	<-ctx.Done()
-	return stop()
+	<-lead.Done()
+	if el == nil {
+		return stop()
+	}
+	select {
+	case <-el.Deposed():
+		lm.Leader.Set(0)
+		lm.Transitions.Inc()
+		cancelHard()
+		wg.Wait()
+		return leader.ErrDeposed
+	default:
+	}
+	err = stop()
+	// The Lease is released only now that nothing more is published, so a
+	// standby takes over at once instead of after the lease duration.
+	if rerr := el.Stop(klog.NewContext(context.WithoutCancel(ctx), logger)); rerr != nil {
+		logger.Info("Could not release the Lease; a standby takes over when it expires", "err", rerr)
+	}
+	lm.Leader.Set(0)
+	return err
 }
 
 // readyWhenAll returns a function that calls f on its n-th call.

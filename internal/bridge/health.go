@@ -21,6 +21,8 @@ type health struct {
 	types atomic.Pointer[[]*typeStatus]
 	conn  atomic.Pointer[nats.Conn]
 	live  atomic.Pointer[func() error]
+	// standby is set while this replica waits for the leader Lease.
+	standby atomic.Bool
 }
 
 func newHealth() *health { return &health{metrics: metrics.New()} }
@@ -38,6 +40,9 @@ func (h *health) checks() metrics.Checks {
 			var types []*typeStatus
 			if t := h.types.Load(); t != nil {
 				types = *t
+			}
+			if h.standby.Load() {
+				return standbyReadiness(types, h.types.Load() != nil, nc != nil && nc.IsConnected())
 			}
 			return readiness(types, h.types.Load() != nil, nc != nil && nc.IsConnected())
 		},

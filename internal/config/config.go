@@ -72,6 +72,13 @@ type Config struct {
 
 	EmbeddedNATSListen   string `env:"BRIDGE_EMBEDDED_NATS_LISTEN, default=127.0.0.1:4222" help:"host:port of the embedded NATS server (only without NATS_URL)."`
 	EmbeddedNATSStoreDir string `env:"BRIDGE_EMBEDDED_NATS_STORE_DIR" help:"JetStream store directory of the embedded NATS server; default <tmp>/kubebridge-jetstream."`
+
+	LeaderElection     bool          `env:"BRIDGE_LEADER_ELECTION, default=false" help:"Run as one of several replicas: only the holder of a coordination.k8s.io Lease publishes; the others keep their informers synced as hot standbys."`
+	LeaseNamespace     string        `env:"BRIDGE_LEASE_NAMESPACE" help:"Namespace of the leader election Lease; default POD_NAMESPACE, else the pod's service account namespace, else default."`
+	LeaseName          string        `env:"BRIDGE_LEASE_NAME" help:"Name of the leader election Lease; default kubebridge-<BRIDGE_CLUSTER_NAME>."`
+	LeaseDuration      time.Duration `env:"BRIDGE_LEASE_DURATION, default=15s" help:"How long standbys wait after the leader's last renewal before taking the Lease over."`
+	LeaseRenewDeadline time.Duration `env:"BRIDGE_LEASE_RENEW_DEADLINE, default=10s" help:"How long the leader keeps trying to renew before it stops publishing and exits; less than BRIDGE_LEASE_DURATION."`
+	LeaseRetryPeriod   time.Duration `env:"BRIDGE_LEASE_RETRY_PERIOD, default=2s" help:"Wait between attempts to take or renew the Lease; less than BRIDGE_LEASE_RENEW_DEADLINE."`
 }
 
 // Error lists every problem found in the environment, one per line.
@@ -230,6 +237,7 @@ func (c *Config) validate(lookup envconfig.Lookuper) []string {
 		add("BRIDGE_TOMBSTONE_TTL=%v: must be 0 (never expire) or whole seconds, at least 1s", c.TombstoneTTL)
 	}
 	p = append(p, c.validateNATS(set)...)
+	p = append(p, c.validateLeader(lookup)...)
 	return p
 }
 

@@ -323,10 +323,9 @@ func deployKustomization(t *testing.T, rc *rest.Config, cs kubernetes.Interface,
 		deny("no impersonation", authorizationv1.ResourceAttributes{Namespace: n, Verb: "impersonate", Resource: "serviceaccounts"})
 		deny("no tokens", authorizationv1.ResourceAttributes{Namespace: n, Verb: "create", Resource: "serviceaccounts", Subresource: "token"})
 		// Nor anything else: pods (and so any ServiceAccount's token), exec,
-		// leases (there is no leader election yet), or a wildcard.
+		// or a wildcard.
 		deny("no pods", authorizationv1.ResourceAttributes{Namespace: n, Verb: "create", Resource: "pods"})
 		deny("no exec", authorizationv1.ResourceAttributes{Namespace: n, Verb: "create", Resource: "pods", Subresource: "exec"})
-		deny("no leader election yet", authorizationv1.ResourceAttributes{Namespace: n, Verb: "create", Group: "coordination.k8s.io", Resource: "leases"})
 		deny("no wildcards", authorizationv1.ResourceAttributes{Namespace: n, Verb: "*", Group: "*", Resource: "*"})
 		deny("no wildcards", authorizationv1.ResourceAttributes{Namespace: n, Verb: "list", Group: "*", Resource: "*"})
 	}
@@ -336,6 +335,28 @@ func deployKustomization(t *testing.T, rc *rest.Config, cs kubernetes.Interface,
 	deny("no tokens", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "serviceaccounts", Subresource: "token", Name: bridge.Name})
 	deny("no namespaces", authorizationv1.ResourceAttributes{Verb: "create", Resource: "namespaces"})
 	deny("no namespaces", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "namespaces", Name: ns})
+
+	// Leader election: get, create and update its Lease in its own
+	// namespace; nothing more on Leases, nowhere else.
+	leases := schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	if cfg.LeaderElection && cfg.LeaseNamespace != ns {
+		t.Errorf("the Lease is in namespace %s, want the bridge's own %s", cfg.LeaseNamespace, ns)
+	}
+	for _, verb := range []string{"get", "create", "update"} {
+		if cfg.LeaderElection {
+			allow("BRIDGE_LEADER_ELECTION: its Lease", ns, verb, leases)
+		} else {
+			deny("leader election is off", authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: leases.Group, Resource: leases.Resource})
+		}
+		for _, n := range []string{"", otherNS, "kube-system"} {
+			deny("Leases only in its own namespace", authorizationv1.ResourceAttributes{Namespace: n, Verb: verb, Group: leases.Group, Resource: leases.Resource})
+		}
+	}
+	for _, verb := range []string{"list", "watch", "patch", "delete", "deletecollection"} {
+		for _, n := range []string{ns, ""} {
+			deny("Leases: get, create and update only", authorizationv1.ResourceAttributes{Namespace: n, Verb: verb, Group: leases.Group, Resource: leases.Resource})
+		}
+	}
 
 	// 6. Ask. RBAC reaches the authorizer through informers: wait until
 	// every allowed row is allowed before trusting any "denied".

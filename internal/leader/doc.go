@@ -1,0 +1,5 @@
+// Package leader elects one publishing replica among several with a
+// coordination.k8s.io Lease, through client-go's leaderelection. A replica
+// that loses the Lease is told at once and must stop publishing; it never
+// gets the Lease back within the same process.
+package leader
