@@ -58,7 +58,7 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 		`kubebridge_snapshots_total{reason="start-up",resource="configmaps.v1"}`:            "1",
 		`kubebridge_snapshot_items_total{resource="configmaps.v1"}`:                         "2",
 		`kubebridge_publish_rejected_total`:                                                 "0",
-		`kubebridge_publish_buffer_limit_bytes`:                                             "6.7108864e+07",
+		`kubebridge_publish_buffer_limit_bytes`:                                             "1.6777216e+07",
 		`kubebridge_publish_buffer_bytes`:                                                   "0",
 		`kubebridge_pending_objects`:                                                        "0",
 		`kubebridge_resource_ready{resource="configmaps.v1"}`:                               "1",

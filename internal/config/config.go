@@ -27,7 +27,7 @@ type Config struct {
 	SubjectPrefix string `env:"BRIDGE_SUBJECT_PREFIX, default=kubebridge" help:"First token(s) of every subject: <prefix>.<cluster>.<group>.<version>.<resource>.<namespace>.<name>."`
 
 	ResyncPeriod       time.Duration `env:"BRIDGE_RESYNC_PERIOD, default=1h" help:"How often each type's full snapshot is published again after the start-up one; 0 disables periodic snapshots."`
-	PublishBufferBytes ByteSize      `env:"BRIDGE_PUBLISH_BUFFER_BYTES, default=64Mi" help:"Bytes of encoded events buffered for and in flight to JetStream, as a quantity (64Mi, 500k). When spent, changes wait per object and coalesce; nothing is dropped. Keep well below the pod's memory limit."`
+	PublishBufferBytes ByteSize      `env:"BRIDGE_PUBLISH_BUFFER_BYTES, default=16Mi" help:"Bytes of encoded events buffered for and in flight to JetStream, as a quantity (16Mi, 500k). When spent, changes wait per object and coalesce; nothing is dropped. Keep well below the pod's memory limit."`
 	EncodeWorkers      int           `env:"BRIDGE_ENCODE_WORKERS, default=0" help:"Goroutines encoding events in parallel (order is kept); 0 means one per CPU."`
 	PublishWindow      int           `env:"BRIDGE_PUBLISH_WINDOW, default=512" help:"Most JetStream publishes awaiting acknowledgement at once."`
 	PublishAckTimeout  time.Duration `env:"BRIDGE_PUBLISH_ACK_TIMEOUT, default=5s" help:"How long to wait for a JetStream acknowledgement before retrying a publish."`
