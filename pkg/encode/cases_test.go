@@ -402,6 +402,19 @@ func encodeCases() []encodeCase {
 				"snapshotcount": "3"},
 		},
 		{
+			name: "snapshot-end-unpublished",
+			change: func(testing.TB) informers.Change {
+				return informers.Change{Verb: informers.SnapshotEnd, Resource: configMaps, SnapshotID: snapshotID,
+					SnapshotCount: 2, SnapshotUnpublished: []string{"default/huge", "team_a/x:y"}, ObservedAt: observedAt}
+			},
+			subject: "kubebridge.prod.core.v1.configmaps._snapshot.end",
+			id:      "configmaps.v1/" + snapshotID + "/snapshot.end",
+			ceType:  "io.kubebridge.snapshot.end",
+			source:  "k8s://prod/api/v1/configmaps",
+			ext: map[string]string{"cluster": "prod", "kind": "ConfigMap", "apiversion": "v1", "snapshotid": snapshotID,
+				"snapshotcount": "2", "unpublished": "default.huge team%5Fa.x%3Ay"},
+		},
+		{
 			name: "added-clusterrole",
 			change: func(testing.TB) informers.Change {
 				return informers.Change{Verb: informers.Added, Resource: clusterRoles, Object: fooClusterRole(), ObservedAt: observedAt}
