@@ -2,21 +2,15 @@ package encode
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/binding"
-	"github.com/cloudevents/sdk-go/v2/binding/spec"
 	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/nats-io/nats.go"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -276,154 +270,4 @@ func source(cluster string, r *informers.Resource, namespace string) string {
 		path += "/namespaces/" + namespace
 	}
 	return "k8s://" + cluster + path + "/" + r.GVR.Resource
-}
-
-// truncatedObject is what is sent in place of an object too large to publish:
-// enough for a consumer to know the object exists and to fetch it.
-type truncatedObject struct {
-	APIVersion string            `json:"apiVersion"`
-	Kind       string            `json:"kind"`
-	Metadata   truncatedMetadata `json:"metadata"`
-}
-
-type truncatedMetadata struct {
-	Name            string `json:"name"`
-	Namespace       string `json:"namespace,omitempty"`
-	UID             string `json:"uid"`
-	ResourceVersion string `json:"resourceVersion"`
-	Generation      int64  `json:"generation,omitempty"`
-}
-
-// writeObject writes obj's JSON with apiVersion and kind filled in: typed
-// objects from an informer cache have an empty TypeMeta, and setting it on
-// the cached object would mutate the cache, so the fields are inserted
-// into the JSON ahead of the object's own.
-func writeObject(buf *bytes.Buffer, obj runtime.Object, apiVersion, kind string, truncate bool) error {
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if truncate {
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return err
-		}
-		err = enc.Encode(truncatedObject{APIVersion: apiVersion, Kind: kind, Metadata: truncatedMetadata{
-			Name: m.GetName(), Namespace: m.GetNamespace(), UID: string(m.GetUID()),
-			ResourceVersion: m.GetResourceVersion(), Generation: m.GetGeneration(),
-		}})
-		buf.Truncate(buf.Len() - 1) // Encode's newline
-		return err
-	}
-	if !obj.GetObjectKind().GroupVersionKind().Empty() {
-		err := enc.Encode(obj)
-		buf.Truncate(buf.Len() - 1)
-		return err
-	}
-	start := buf.Len()
-	buf.WriteString(`{"apiVersion":`)
-	buf.Write(appendJSONString(nil, apiVersion))
-	buf.WriteString(`,"kind":`)
-	buf.Write(appendJSONString(nil, kind))
-	buf.WriteByte(',')
-	at := buf.Len()
-	if err := enc.Encode(obj); err != nil {
-		buf.Truncate(start)
-		return err
-	}
-	buf.Truncate(buf.Len() - 1)
-	// Drop the object's own opening brace (and the comma before it when
-	// the object is empty) by moving the rest down in place.
-	b := buf.Bytes()
-	if len(b)-at < 2 || b[at] != '{' {
-		buf.Truncate(start)
-		return fmt.Errorf("object did not marshal to a JSON object")
-	}
-	cut, from := at, at+1
-	if b[from] == '}' {
-		cut--
-	}
-	n := copy(b[cut:], b[from:])
-	buf.Truncate(cut + n)
-	return nil
-}
-
-// appendJSONString appends s as a JSON string. Discovery names are plain
-// ASCII, which is appended as is; anything else goes through encoding/json.
-func appendJSONString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(dst, q...)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
-}
-
-// toMsg writes ev in binary content mode: every attribute as a ce- header,
-// the data as the payload. datacontenttype goes out twice: as Content-Type
-// (the binding's header) and as ce-datacontenttype, which is where sdk-go's
-// NATS JetStream binding reads it from.
-func (e *Encoder) toMsg(ev *event.Event, subject string) (*nats.Msg, error) {
-	w := &headerWriter{header: make(nats.Header, 16)}
-	if _, err := binding.Write(context.Background(), binding.ToMessage(ev), nil, w); err != nil {
-		return nil, fmt.Errorf("encode: write event %s: %w", ev.ID(), err)
-	}
-	if ct := ev.DataContentType(); ct != "" {
-		w.header.Set(HeaderContentType, ct)
-	}
-	// One stream may hold several clusters; ids are unique per source,
-	// so the de-duplication key is scoped by cluster.
-	w.header.Set(HeaderMsgID, e.Subjects.Cluster+"/"+ev.ID())
-	if ev.Type() == TypeDeleted {
-		if e.TombstoneTTL > 0 {
-			// JetStream counts TTLs in whole seconds and cuts fractions
-			// off; rounding up never expires a delete early.
-			w.header.Set(HeaderTTL, ((e.TombstoneTTL + time.Second - 1) / time.Second * time.Second).String())
-		}
-		if e.TombstoneRollup {
-			w.header.Set(HeaderRollup, RollupSubject)
-		}
-	}
-	return &nats.Msg{Subject: subject, Header: w.header, Data: ev.DataEncoded}, nil
-}
-
-type headerWriter struct {
-	header nats.Header
-}
-
-func (w *headerWriter) SetAttribute(a spec.Attribute, v interface{}) error {
-	return w.SetExtension(a.Name(), v)
-}
-
-func (w *headerWriter) SetExtension(name string, v interface{}) error {
-	if v == nil {
-		delete(w.header, ceHeaderPrefix+name)
-		return nil
-	}
-	s, err := types.Format(v)
-	if err != nil {
-		return err
-	}
-	w.header.Set(ceHeaderPrefix+name, s)
-	return nil
-}
-
-func (w *headerWriter) Start(context.Context) error { return nil }
-func (w *headerWriter) End(context.Context) error   { return nil }
-
-// SetData is a no-op: the payload is taken from the event as it is, without
-// a copy through a reader.
-func (w *headerWriter) SetData(io.Reader) error { return nil }
-
-// wireSize is the size NATS counts against max_payload: the header block as
-// sent plus the data.
-func wireSize(m *nats.Msg) int {
-	n := len("NATS/1.0\r\n") + len("\r\n")
-	for k, vs := range m.Header {
-		for _, v := range vs {
-			n += len(k) + len(": ") + len(v) + len("\r\n")
-		}
-	}
-	return n + len(m.Data)
 }

@@ -1,0 +1,92 @@
+package encode
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// truncatedObject is what is sent in place of an object too large to publish:
+// enough for a consumer to know the object exists and to fetch it.
+type truncatedObject struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   truncatedMetadata `json:"metadata"`
+}
+
+type truncatedMetadata struct {
+	Name            string `json:"name"`
+	Namespace       string `json:"namespace,omitempty"`
+	UID             string `json:"uid"`
+	ResourceVersion string `json:"resourceVersion"`
+	Generation      int64  `json:"generation,omitempty"`
+}
+
+// writeObject writes obj's JSON with apiVersion and kind filled in: typed
+// objects from an informer cache have an empty TypeMeta, and setting it on
+// the cached object would mutate the cache, so the fields are inserted
+// into the JSON ahead of the object's own.
+func writeObject(buf *bytes.Buffer, obj runtime.Object, apiVersion, kind string, truncate bool) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if truncate {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		err = enc.Encode(truncatedObject{APIVersion: apiVersion, Kind: kind, Metadata: truncatedMetadata{
+			Name: m.GetName(), Namespace: m.GetNamespace(), UID: string(m.GetUID()),
+			ResourceVersion: m.GetResourceVersion(), Generation: m.GetGeneration(),
+		}})
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+		return err
+	}
+	if !obj.GetObjectKind().GroupVersionKind().Empty() {
+		err := enc.Encode(obj)
+		buf.Truncate(buf.Len() - 1)
+		return err
+	}
+	start := buf.Len()
+	buf.WriteString(`{"apiVersion":`)
+	buf.Write(appendJSONString(nil, apiVersion))
+	buf.WriteString(`,"kind":`)
+	buf.Write(appendJSONString(nil, kind))
+	buf.WriteByte(',')
+	at := buf.Len()
+	if err := enc.Encode(obj); err != nil {
+		buf.Truncate(start)
+		return err
+	}
+	buf.Truncate(buf.Len() - 1)
+	// Drop the object's own opening brace (and the comma before it when
+	// the object is empty) by moving the rest down in place.
+	b := buf.Bytes()
+	if len(b)-at < 2 || b[at] != '{' {
+		buf.Truncate(start)
+		return fmt.Errorf("object did not marshal to a JSON object")
+	}
+	cut, from := at, at+1
+	if b[from] == '}' {
+		cut--
+	}
+	n := copy(b[cut:], b[from:])
+	buf.Truncate(cut + n)
+	return nil
+}
+
+// appendJSONString appends s as a JSON string. Discovery names are plain
+// ASCII, which is appended as is; anything else goes through encoding/json.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(dst, q...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
