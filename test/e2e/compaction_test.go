@@ -194,8 +194,33 @@ func (h *harness) lastPerSubject(filter string) ([]replay.Message, error) {
 		return nil, err
 	}
 	defer func() { _ = h.js.DeleteConsumer(context.Background(), h.stream, c.CachedInfo().Name) }()
+	return drain(c, c.CachedInfo().NumPending)
+}
+
+// consume reads what an ordered consumer with cfg delivers until nothing
+// is pending.
+func (h *harness) consume(cfg jetstream.OrderedConsumerConfig) ([]replay.Message, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := h.js.Stream(ctx, h.stream)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return drain(c, info.NumPending)
+}
+
+// drain fetches and decodes what c delivers until nothing is pending.
+func drain(c jetstream.Consumer, left uint64) ([]replay.Message, error) {
 	var out []replay.Message
-	for left := c.CachedInfo().NumPending; left > 0; {
+	for left > 0 {
 		batch, err := c.Fetch(int(min(left, 1000)), jetstream.FetchMaxWait(10*time.Second))
 		if err != nil {
 			return nil, err
@@ -219,57 +244,6 @@ func (h *harness) lastPerSubject(filter string) ([]replay.Message, error) {
 		}
 	}
 	return out, nil
-}
-
-// consume reads what an ordered consumer with cfg delivers until nothing
-// is pending.
-func (h *harness) consume(cfg jetstream.OrderedConsumerConfig) ([]replay.Message, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	s, err := h.js.Stream(ctx, h.stream)
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.OrderedConsumer(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	info, err := c.Info(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if info.NumPending == 0 {
-		return nil, nil
-	}
-	var out []replay.Message
-	for {
-		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			return nil, err
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			meta, err := m.Metadata()
-			if err != nil {
-				return nil, err
-			}
-			ev, err := encode.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-			if err != nil {
-				return nil, fmt.Errorf("seq %d: %w", meta.Sequence.Stream, err)
-			}
-			out = append(out, replay.Message{Seq: meta.Sequence.Stream, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Event: ev})
-			if meta.NumPending == 0 {
-				return out, batch.Error()
-			}
-		}
-		if err := batch.Error(); err != nil {
-			return nil, err
-		}
-		if n == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-	}
 }
 
 // lastView is the state a consumer bootstrapping from the last message per
