@@ -14,7 +14,7 @@ import (
 )
 
 // startServer starts a NATS server, with JetStream or without.
-func startServer(t *testing.T, withJetStream bool) *server.Server {
+func startServer(t testing.TB, withJetStream bool) *server.Server {
 	t.Helper()
 	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: withJetStream, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 )
 
@@ -105,21 +104,7 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	if !c.waitOps(100, time.Minute) {
 		t.Fatalf("churn stalled: %v", c)
 	}
-	if errs := c.stop(); len(errs) > 0 {
-		t.Fatalf("churn: %d errors, first: %v", len(errs), errs[0])
-	}
-	t.Logf("churn: %v", c)
-
-	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
-	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, func(s *replay.State) string {
-		if s.Snapshots[typ] < 2 {
-			return "the new leader's start-up snapshot is not complete"
-		}
-		return ""
-	})
-	checkNoRegressions(t, st)
-	checkSnapshots(t, msgs)
-	checkUniqueIDs(t, msgs)
+	msgs, st := h.settle(c, typ, 2, "the new leader's start-up snapshot")
 	if m := b2.scrape(); m.sum("kubebridge_leader") != 1 || m.sum("kubebridge_leadership_transitions_total") != 1 {
 		t.Errorf("bridge-2: kubebridge_leader %v, transitions %v; want 1, 1", m.sum("kubebridge_leader"), m.sum("kubebridge_leadership_transitions_total"))
 	}
@@ -267,17 +252,5 @@ func TestHandoverOnSIGTERM(t *testing.T) {
 	if !c.waitOps(100, time.Minute) {
 		t.Fatalf("churn stalled: %v", c)
 	}
-	if errs := c.stop(); len(errs) > 0 {
-		t.Fatalf("churn: %d errors, first: %v", len(errs), errs[0])
-	}
-	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
-	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, func(s *replay.State) string {
-		if s.Snapshots[typ] < 2 {
-			return "the new leader's start-up snapshot is not complete"
-		}
-		return ""
-	})
-	checkNoRegressions(t, st)
-	checkSnapshots(t, msgs)
-	checkUniqueIDs(t, msgs)
+	h.settle(c, typ, 2, "the new leader's start-up snapshot")
 }

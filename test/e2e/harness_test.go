@@ -553,6 +553,30 @@ func (h *harness) convergeTo(typ string, want func() map[string]string, extra fu
 	return msgs, st
 }
 
+// settle stops the churn (failing on its errors), waits until replaying
+// the stream gives the apiserver's list of type typ with at least
+// snapshots complete snapshots (why names the one awaited), and checks the
+// invariants every churn test asks for: no regression per uid, framed
+// snapshots, unique ids.
+func (h *harness) settle(c *churn, typ string, snapshots int, why string) ([]replay.Message, *replay.State) {
+	h.t.Helper()
+	if errs := c.stop(); len(errs) > 0 {
+		h.t.Fatalf("churn: %d errors, first: %v", len(errs), errs[0])
+	}
+	h.t.Logf("churn: %v", c)
+	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
+	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, func(s *replay.State) string {
+		if s.Snapshots[typ] < snapshots {
+			return why + " is not complete"
+		}
+		return ""
+	})
+	checkNoRegressions(h.t, st)
+	checkSnapshots(h.t, msgs)
+	checkUniqueIDs(h.t, msgs)
+	return msgs, st
+}
+
 // checkSnapshots checks the framing of every snapshot in msgs: each end
 // has its begin, and its snapshotcount is the number of its items in the
 // stream. It returns the number of complete snapshots per type.

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/encode"
@@ -51,22 +49,8 @@ func TestRestartAfterSIGKILL(t *testing.T) {
 	if !c.waitOps(50, time.Minute) {
 		t.Fatalf("churn stalled: %v", c)
 	}
-	if errs := c.stop(); len(errs) > 0 {
-		t.Fatalf("churn: %d errors, first: %v", len(errs), errs[0])
-	}
-	t.Logf("churn: %v", c)
-
-	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
-	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, func(s *replay.State) string {
-		if s.Snapshots[typ] < 2 {
-			return "the second bridge's start-up snapshot is not complete"
-		}
-		return ""
-	})
+	msgs, st := h.settle(c, typ, 2, "the second bridge's start-up snapshot")
 	b2.stop()
-	checkNoRegressions(t, st)
-	checkSnapshots(t, msgs)
-	checkUniqueIDs(t, msgs)
 
 	begins := ofType(msgs, encode.TypeSnapshotBegin, typ+".")
 	if len(begins) != 2 {
