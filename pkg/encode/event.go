@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,8 @@ const (
 	TypeSnapshotBegin = "io.kubebridge.snapshot.begin"
 	TypeSnapshotItem  = "io.kubebridge.snapshot.item"
 	TypeSnapshotEnd   = "io.kubebridge.snapshot.end"
+	// TypeTerm marks the start of a leader's term; see Encoder.Term.
+	TypeTerm = "io.kubebridge.term"
 )
 
 // Extension attribute names (CloudEvents: lowercase letters and digits).
@@ -40,6 +43,10 @@ const (
 	ExtTruncated         = "truncated"
 	ExtCoalesced         = "coalesced"
 	ExtUnpublished       = "unpublished"
+	// ExtTerm is the stream sequence of the term marker of the bridge that
+	// wrote the event, in decimal (a string: sequences outgrow the
+	// CloudEvents integer).
+	ExtTerm = "term"
 )
 
 // Header names outside the ce- attribute set.
@@ -97,6 +104,12 @@ type Encoder struct {
 	// subject empty rather than uncovering an older state of a deleted
 	// object. The stream must allow roll-ups, or it refuses these events.
 	TombstoneRollup bool
+	// Term, when not zero, is sent as the term extension of every object
+	// event and snapshot marker: the stream sequence of the term marker
+	// this bridge wrote when it started to lead (TermMarker). Consumers
+	// ignore an event whose term is lower than one they have already
+	// seen: it comes from a deposed leader. Set it before the first call.
+	Term uint64
 
 	lastObjectSize atomic.Int64
 }
@@ -183,6 +196,9 @@ func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string,
 	ev.SetExtension(ExtCluster, e.Subjects.Cluster)
 	ev.SetExtension(ExtKind, gvk.Kind)
 	ev.SetExtension(ExtAPIVersion, gvk.GroupVersion().String())
+	if e.Term != 0 {
+		ev.SetExtension(ExtTerm, strconv.FormatUint(e.Term, 10))
+	}
 
 	if c.Verb.IsMarker() {
 		ev.SetSource(source(e.Subjects.Cluster, r, ""))

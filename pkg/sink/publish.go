@@ -22,8 +22,20 @@ func (p *Publisher) publish(ctx context.Context, env Envelope) {
 		return
 	}
 	logger := klog.FromContext(ctx)
+	fence := p.opts.fence
 	backoff := p.opts.minBackoff
+	// resolved counts refusals in a row that the fence resolved: a subject
+	// that keeps moving (another writer of the same term, which is a
+	// misconfiguration) is retried with backoff rather than in a tight loop.
+	resolved := 0
 	for attempt := 0; ; attempt++ {
+		if fence != nil {
+			if fence.isFenced() {
+				finish(env, fence.Err())
+				return
+			}
+			fence.condition(env.Msg)
+		}
 		start := time.Now()
 		ack, err := p.attempt(ctx, env.Msg)
 		if err != nil && ctx.Err() != nil {
@@ -33,12 +45,35 @@ func (p *Publisher) publish(ctx context.Context, env Envelope) {
 		}
 		p.lastActivity.Store(new(time.Now()))
 		if err == nil {
+			if fence != nil {
+				fence.stored(env.Msg.Subject, ack.Sequence, env.Tombstone)
+			}
 			if p.failing.CompareAndSwap(true, false) {
 				logger.Info("Publishing to JetStream recovered", "subject", env.Msg.Subject, "attempts", attempt+1)
 			}
 			p.opts.observer.Acked(env.Msg, time.Since(start), ack.Duplicate)
 			finish(env, nil)
 			return
+		}
+		if fence != nil && wrongLastSequence(err) {
+			outcome, rerr := fence.resolve(ctx, env.Msg)
+			switch outcome {
+			case alreadyStored:
+				p.opts.observer.Acked(env.Msg, time.Since(start), true)
+				finish(env, nil)
+				return
+			case fenced:
+				logger.V(2).Info("Publish refused: a newer term writes this subject", "subject", env.Msg.Subject, "err", rerr)
+				finish(env, rerr)
+				return
+			case retryNow:
+				if resolved++; resolved < 3 {
+					continue
+				}
+				err = fmt.Errorf("%s keeps moving under concurrent writes of term %d: %w", env.Msg.Subject, fence.Term(), err)
+			case unresolved:
+				err = rerr
+			}
 		}
 		if permanent(err) {
 			err = fmt.Errorf("%w: %s: %w", ErrRejected, env.Msg.Subject, err)

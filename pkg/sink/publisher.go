@@ -39,6 +39,10 @@ type Envelope struct {
 	// earlier one is settled, so it can report on them (a snapshot end
 	// marker counts the items actually stored).
 	Build func() (*nats.Msg, error)
+	// Tombstone marks the last message of its subject for now (a delete):
+	// once it is stored, a fence forgets the subject, so that the fence's
+	// memory follows the live objects.
+	Tombstone bool
 	// Done, if set, is called once: with nil when the message is stored
 	// (or was already, as a duplicate), or with the error it was given up for.
 	Done func(error)
@@ -58,6 +62,7 @@ type options struct {
 	minBackoff time.Duration
 	maxBackoff time.Duration
 	observer   Observer
+	fence      *Fence
 }
 
 // Option configures a Publisher.
@@ -88,6 +93,13 @@ func WithBackoff(min, max time.Duration) Option {
 // WithObserver reports publish outcomes to obs.
 func WithObserver(obs Observer) Option {
 	return func(o *options) error { o.observer = obs; return nil }
+}
+
+// WithFence makes every publish conditional on its subject's last sequence
+// (see Fence). Once f is fenced, nothing more is published: every message
+// still held is given up with f.Err.
+func WithFence(f *Fence) Option {
+	return func(o *options) error { o.fence = f; return nil }
 }
 
 // Publisher publishes Envelopes to JetStream.

@@ -1,0 +1,182 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+const testTermHeader = "Test-Term"
+
+func testTermOf(h nats.Header) (uint64, error) {
+	if v := h.Get(testTermHeader); v != "" {
+		return strconv.ParseUint(v, 10, 64)
+	}
+	return 0, nil
+}
+
+// fencedWriter is one publisher of one term.
+type fencedWriter struct {
+	t     *testing.T
+	term  uint64
+	fence *Fence
+	pub   *Publisher
+	n     int
+}
+
+func newFencedWriter(t *testing.T, js jetstream.JetStream, stream jetstream.Stream, term uint64) *fencedWriter {
+	f := NewFence(term, testTermOf, stream)
+	p, err := NewPublisher(js, WithFence(f), WithBackoff(10*time.Millisecond, 50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fencedWriter{t: t, term: term, fence: f, pub: p}
+}
+
+// write publishes one message on subject and returns what Done was given.
+func (w *fencedWriter) write(subject string, tombstone bool) error {
+	w.t.Helper()
+	w.n++
+	id := "term" + strconv.FormatUint(w.term, 10) + "/" + strconv.Itoa(w.n)
+	var got error
+	env := Envelope{
+		Msg:       &nats.Msg{Subject: subject, Header: nats.Header{jetstream.MsgIDHeader: {id}, testTermHeader: {strconv.FormatUint(w.term, 10)}}, Data: []byte(id)},
+		Tombstone: tombstone,
+		Done:      func(err error) { got = err },
+	}
+	runPublisher(w.t, w.pub, []Envelope{env})
+	return got
+}
+
+func lastOf(t *testing.T, s jetstream.Stream, subject string) string {
+	t.Helper()
+	m, err := s.GetLastMsgForSubject(context.Background(), subject)
+	if err != nil {
+		t.Fatalf("last of %s: %v", subject, err)
+	}
+	return string(m.Data)
+}
+
+// A writer whose term is over is refused by JetStream on every subject a
+// newer term has written, stops at the first refusal, and publishes nothing
+// after it; the newer term overwrites whatever the older one stored on a
+// subject it had not written yet.
+func TestFenceRefusesAnOlderTerm(t *testing.T) {
+	js := startJetStream(t)
+	ctx := context.Background()
+	if _, err := EnsureStream(ctx, js, jetstream.StreamConfig{Name: "KB", Subjects: []string{"kb.>"}, Duplicates: time.Minute}, "kb.>"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, "KB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := newFencedWriter(t, js, s, 1)
+	for _, subj := range []string{"kb.a", "kb.b", "kb.c"} {
+		if err := old.write(subj, false); err != nil {
+			t.Fatalf("term 1 on %s: %v", subj, err)
+		}
+	}
+
+	// The new term knows nothing of kb.a: its first write is refused, it
+	// reads term 1 there, and overwrites.
+	cur := newFencedWriter(t, js, s, 5)
+	if err := cur.write("kb.a", false); err != nil {
+		t.Fatalf("term 5 on kb.a: %v", err)
+	}
+	if got := cur.fence.Overwrote(); got != 1 {
+		t.Errorf("term 5 overwrote %d older messages, want 1", got)
+	}
+
+	// The old term's late write on kb.a is refused and fences it.
+	if err := old.write("kb.a", false); !errors.Is(err, ErrFenced) {
+		t.Fatalf("term 1 writing over term 5: %v, want ErrFenced", err)
+	}
+	select {
+	case <-old.fence.Fenced():
+	default:
+		t.Fatal("term 1 is not fenced after a refusal by term 5")
+	}
+	// Nothing more leaves it, even on a subject term 5 has not touched.
+	if err := old.write("kb.b", false); !errors.Is(err, ErrFenced) {
+		t.Fatalf("fenced term 1 writing kb.b: %v, want ErrFenced", err)
+	}
+	if got := lastOf(t, s, "kb.a"); got != "term5/1" {
+		t.Errorf("kb.a holds %q, want term 5's message", got)
+	}
+	if got := lastOf(t, s, "kb.b"); got != "term1/2" {
+		t.Errorf("kb.b holds %q, want term 1's message from before term 5", got)
+	}
+
+	// A deposed writer that has not met the new term yet can still land a
+	// write where the new term has not written (term 3 on kb.c); the new
+	// term's next write there overwrites it.
+	late := newFencedWriter(t, js, s, 3)
+	if err := late.write("kb.c", false); err != nil {
+		t.Fatalf("term 3 on kb.c: %v", err)
+	}
+	if err := cur.write("kb.c", false); err != nil {
+		t.Fatalf("term 5 on kb.c: %v", err)
+	}
+	if got := lastOf(t, s, "kb.c"); got != "term5/2" {
+		t.Errorf("kb.c holds %q, want term 5's message", got)
+	}
+	if err := late.write("kb.c", false); !errors.Is(err, ErrFenced) {
+		t.Fatalf("term 3 writing over term 5: %v, want ErrFenced", err)
+	}
+
+	// A tombstone makes the fence forget its subject; a later write there
+	// finds its own term's tombstone and goes on.
+	if err := cur.write("kb.a", true); err != nil {
+		t.Fatal(err)
+	}
+	if n := cur.fence.size(); n != 1 {
+		t.Errorf("fence remembers %d subjects after the tombstone on kb.a, want 1 (kb.c)", n)
+	}
+	if err := cur.write("kb.a", false); err != nil {
+		t.Fatalf("term 5 writing after its own tombstone: %v", err)
+	}
+	if got := cur.fence.Adopted(); got != 1 {
+		t.Errorf("adopted %d, want 1", got)
+	}
+	if got := lastOf(t, s, "kb.a"); got != "term5/4" {
+		t.Errorf("kb.a holds %q, want term5/4", got)
+	}
+}
+
+// A message stored whose acknowledgement never arrived is not stored twice
+// when it is sent again with a stale expected sequence.
+func TestFenceRetryOfAStoredMessage(t *testing.T) {
+	js := startJetStream(t)
+	ctx := context.Background()
+	if _, err := EnsureStream(ctx, js, jetstream.StreamConfig{Name: "KB", Subjects: []string{"kb.>"}, Duplicates: time.Minute}, "kb.>"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, "KB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newFencedWriter(t, js, s, 7)
+	// Stored as if by an earlier attempt whose ack was lost.
+	if _, err := js.PublishMsg(ctx, &nats.Msg{Subject: "kb.x", Header: nats.Header{jetstream.MsgIDHeader: {"term7/1"}, testTermHeader: {"7"}}, Data: []byte("term7/1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.write("kb.x", false); err != nil {
+		t.Fatalf("retry of a stored message: %v", err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1 {
+		t.Errorf("stream holds %d messages, want 1", info.State.Msgs)
+	}
+	if err := w.write("kb.x", false); err != nil {
+		t.Fatalf("next write: %v", err)
+	}
+}
