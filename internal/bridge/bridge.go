@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -205,22 +206,39 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	// hard ends publishing: at the shutdown deadline, not at the signal.
 	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHard()
+	var deposed <-chan struct{}
+	termData := encode.TermData{Holder: leader.Identity(os.LookupEnv)}
 	if el != nil {
-		go func() {
-			select {
-			case <-el.Deposed():
-				// Nothing this replica still holds may reach the stream:
-				// publishing ends now, without the drain.
-				cancelHard()
-				cancelLead()
-			case <-hard.Done():
-			}
-		}()
+		deposed = el.Deposed()
+		termData = encode.TermData{Holder: el.Identity(), PreviousHolder: term.PreviousHolder}
 	}
+	enc := newEncoder(cfg, subjects, info)
+	fence, err := startTerm(lead, js, stream, enc, termData, o.now(), 200*time.Millisecond)
+	if err != nil {
+		if ctx.Err() != nil || isClosed(deposed) {
+			return endTerm(ctx, el, lm, nil, nil)
+		}
+		return err
+	}
+	lm.Term.Set(float64(fence.Term()))
+	m.FenceRefusals(fence.Overwrote, fence.Adopted)
+	rec.seen = fence.Seed
+	go func() {
+		select {
+		case <-deposed:
+		case <-fence.Fenced():
+		case <-hard.Done():
+			return
+		}
+		// Nothing this replica still holds may reach the stream:
+		// publishing ends now, without the drain.
+		cancelHard()
+		cancelLead()
+	}()
 	live := newLiveness(o.stuckAfter)
 	var wg sync.WaitGroup
-	pb, err := startPublishing(lead, hard, &wg, cfg, in, publishingDeps{js: js, encoder: newEncoder(cfg, subjects, info), metrics: m,
-		maxPayload: limits.maxPayload, rereadLimits: func() { limits.reread(hard) }})
+	pb, err := startPublishing(lead, hard, &wg, cfg, in, publishingDeps{js: js, encoder: enc, metrics: m,
+		maxPayload: limits.maxPayload, rereadLimits: func() { limits.reread(hard) }, fence: fence})
 	if err != nil {
 		return err
 	}
@@ -262,26 +280,11 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	}
 
 	<-lead.Done()
-	if el == nil {
-		return stop()
-	}
-	select {
-	case <-el.Deposed():
-		lm.Leader.Set(0)
-		lm.Transitions.Inc()
+	if isClosed(deposed) || isClosed(fence.Fenced()) {
 		cancelHard()
 		wg.Wait()
-		return leader.ErrDeposed
-	default:
 	}
-	err = stop()
-	// The Lease is released only now that nothing more is published, so a
-	// standby takes over at once instead of after the lease duration.
-	if rerr := el.Stop(klog.NewContext(context.WithoutCancel(ctx), logger)); rerr != nil {
-		logger.Info("Could not release the Lease; a standby takes over when it expires", "err", rerr)
-	}
-	lm.Leader.Set(0)
-	return err
+	return endTerm(ctx, el, lm, fence, stop)
 }
 
 // readyWhenAll returns a function that calls f on its n-th call.

@@ -40,6 +40,7 @@ func TestServePublishesExactSequence(t *testing.T) {
 	preSubj := "kubebridge.test.core.v1.configmaps.default.pre"
 	bSubj := "kubebridge.test.core.v1.configmaps.default.b"
 	want := []struct{ typ, subject, id string }{
+		{encode.TypeTerm, "kubebridge.test._term", "term/"},
 		{encode.TypeSnapshotBegin, "kubebridge.test.core.v1.configmaps._snapshot.begin", ""},
 		{encode.TypeSnapshotItem, preSubj, "configmaps.v1/" + string(pre.UID) + "/" + pre.ResourceVersion + "/snapshot.item/"},
 		{encode.TypeSnapshotEnd, "kubebridge.test.core.v1.configmaps._snapshot.end", ""},
@@ -53,7 +54,7 @@ func TestServePublishesExactSequence(t *testing.T) {
 		}
 		t.Fatalf("got %d messages, want %d", len(msgs), len(want))
 	}
-	snapshotID := msgs[0].Ext(encode.ExtSnapshotID)
+	snapshotID := msgs[1].Ext(encode.ExtSnapshotID)
 	if snapshotID == "" {
 		t.Fatal("begin marker without snapshot id")
 	}
@@ -65,6 +66,15 @@ func TestServePublishesExactSequence(t *testing.T) {
 			wantID += snapshotID
 		case encode.TypeSnapshotBegin, encode.TypeSnapshotEnd:
 			wantID = "configmaps.v1/" + snapshotID + "/" + strings.TrimPrefix(w.typ, "io.kubebridge.")
+		case encode.TypeTerm:
+			// term/<holder>/<start in ns>: unique per start.
+			if strings.HasPrefix(m.Event.ID(), wantID) {
+				wantID = m.Event.ID()
+			}
+		}
+		// Every event after the term marker carries the marker's sequence.
+		if wantTerm := fmt.Sprint(msgs[0].Seq); i > 0 && m.Ext(encode.ExtTerm) != wantTerm {
+			t.Errorf("message %d: term %q, want %s (the term marker's sequence)", i, m.Ext(encode.ExtTerm), wantTerm)
 		}
 		if m.Event.Type() != w.typ || m.Subject != w.subject || m.Event.ID() != wantID {
 			t.Errorf("message %d: got (%s, %s, %s), want (%s, %s, %s)", i, m.Event.Type(), m.Subject, m.Event.ID(), w.typ, w.subject, wantID)
@@ -76,12 +86,12 @@ func TestServePublishesExactSequence(t *testing.T) {
 			t.Errorf("message %d: invalid CloudEvent: %v", i, err)
 		}
 	}
-	if got := msgs[2].Event.Extensions()[encode.ExtSnapshotCount]; fmt.Sprint(got) != "1" {
+	if got := msgs[3].Event.Extensions()[encode.ExtSnapshotCount]; fmt.Sprint(got) != "1" {
 		t.Errorf("end marker snapshotcount = %v, want 1", got)
 	}
 
 	var upd encode.Data
-	if err := json.Unmarshal(msgs[4].Data, &upd); err != nil {
+	if err := json.Unmarshal(msgs[5].Data, &upd); err != nil {
 		t.Fatal(err)
 	}
 	var obj, old corev1.ConfigMap
@@ -94,8 +104,8 @@ func TestServePublishesExactSequence(t *testing.T) {
 	if obj.Data["k"] != "v2" || old.Data["k"] != "v1" || obj.Kind != "ConfigMap" || obj.APIVersion != "v1" || old.ResourceVersion != b.ResourceVersion {
 		t.Errorf("updated data: object %+v, oldObject %+v", obj, old)
 	}
-	if msgs[4].Header.Get("Content-Type") != "application/json" || msgs[4].Event.DataContentType() != "application/json" {
-		t.Errorf("content type: header %q, event %q", msgs[4].Header.Get("Content-Type"), msgs[4].Event.DataContentType())
+	if msgs[5].Header.Get("Content-Type") != "application/json" || msgs[5].Event.DataContentType() != "application/json" {
+		t.Errorf("content type: header %q, event %q", msgs[5].Header.Get("Content-Type"), msgs[5].Event.DataContentType())
 	}
 }
 

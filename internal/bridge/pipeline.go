@@ -234,7 +234,7 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 		p.metrics.OversizeObjects.WithLabelValues(resource).Inc()
 		logger.Info("Object exceeds the message size limit; published without its content (truncated=true)", "subject", enc.Msg.Subject, "id", enc.ID, "limit", limit)
 	}
-	return sink.Envelope{Msg: enc.Msg, Barrier: verb.IsMarker(), Done: done}
+	return sink.Envelope{Msg: enc.Msg, Barrier: verb.IsMarker(), Tombstone: verb == informers.Deleted, Done: done}
 }
 
 // giveUp records a change that cannot be published in any form. A snapshot

@@ -31,6 +31,9 @@ type publishingDeps struct {
 	// called after JetStream rejected a message.
 	maxPayload   func() int
 	rereadLimits func()
+	// fence, if set, makes every publish conditional on its subject's
+	// last sequence (see startTerm).
+	fence *sink.Fence
 }
 
 // startPublishing runs the pipeline and the publisher behind it. The
@@ -40,9 +43,13 @@ func startPublishing(soft, hard context.Context, wg *sync.WaitGroup, cfg *config
 	m := d.metrics
 	s := &publishing{intake: in, budget: newByteBudget(int64(cfg.PublishBufferBytes)), markers: newMarkerWaiter(), errc: make(chan error, 1)}
 	m.IntakeGauges(in.pendingObjects, s.budget.inUse, int64(cfg.PublishBufferBytes))
+	opts := []sink.Option{sink.WithWindow(cfg.PublishWindow), sink.WithBackoff(100*time.Millisecond, cfg.PublishMaxBackoff),
+		sink.WithObserver(metrics.PublishObserver{M: m})}
+	if d.fence != nil {
+		opts = append(opts, sink.WithFence(d.fence))
+	}
 	var err error
-	s.pub, err = sink.NewPublisher(d.js, sink.WithWindow(cfg.PublishWindow), sink.WithBackoff(100*time.Millisecond, cfg.PublishMaxBackoff),
-		sink.WithObserver(metrics.PublishObserver{M: m}))
+	s.pub, err = sink.NewPublisher(d.js, opts...)
 	if err != nil {
 		return nil, err
 	}

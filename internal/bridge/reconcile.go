@@ -19,7 +19,7 @@ import (
 
 // streamTail is what the reconciler reads from the stream. sink.Tail is one.
 type streamTail interface {
-	LastPerSubject(ctx context.Context, filter string, fn func(subject string, header nats.Header) error) error
+	LastPerSubject(ctx context.Context, filter string, fn func(subject string, seq uint64, header nats.Header) error) error
 	Last(ctx context.Context, subject string) (*nats.Msg, error)
 }
 
@@ -31,6 +31,10 @@ type streamTail interface {
 type reconciler struct {
 	tail     streamTail
 	subjects encode.Subjects
+	// seen, if set, is told the last sequence of every subject scanned:
+	// the fence starts from it, so the snapshot that follows the scan is
+	// not refused once per object.
+	seen func(subject string, seq uint64)
 }
 
 // missedDeletes reads the last message of every object subject of res and
@@ -49,8 +53,11 @@ func (r *reconciler) missedDeletes(ctx context.Context, res *informers.Resource,
 	filter := r.subjects.Type(res) + ".*.*"
 	var candidates []string
 	scanned := 0
-	err = r.tail.LastPerSubject(ctx, filter, func(subject string, h nats.Header) error {
+	err = r.tail.LastPerSubject(ctx, filter, func(subject string, seq uint64, h nats.Header) error {
 		scanned++
+		if r.seen != nil {
+			r.seen(subject, seq)
+		}
 		if h.Get("ce-type") == encode.TypeDeleted {
 			return nil
 		}

@@ -31,7 +31,7 @@ func lastView(t *testing.T, js jetstream.JetStream) map[string]string {
 	out := map[string]string{}
 	for subj, m := range last {
 		switch m.Event.Type() {
-		case encode.TypeSnapshotBegin, encode.TypeSnapshotEnd, encode.TypeDeleted:
+		case encode.TypeSnapshotBegin, encode.TypeSnapshotEnd, encode.TypeDeleted, encode.TypeTerm:
 			continue
 		}
 		out[subj] = fmt.Sprint(m.Event.Extensions()[encode.ExtResourceVersion])

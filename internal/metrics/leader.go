@@ -9,6 +9,9 @@ type Leadership struct {
 	// Transitions counts the times this replica started or stopped
 	// leading.
 	Transitions prometheus.Counter
+	// Term is the term this replica publishes in: the stream sequence of
+	// its term marker; 0 for a standby.
+	Term prometheus.Gauge
 }
 
 // Leadership registers the leader election metrics.
@@ -18,7 +21,21 @@ func (m *Metrics) Leadership() Leadership {
 			Help: "1 while this replica publishes (it holds the Lease, or leader election is off), 0 for a standby."}),
 		Transitions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "leadership_transitions_total",
 			Help: "Times this replica started or stopped leading."}),
+		Term: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "term",
+			Help: "The term this replica publishes in (the stream sequence of its term marker); 0 for a standby."}),
 	}
-	m.Registry.MustRegister(l.Leader, l.Transitions)
+	m.Registry.MustRegister(l.Leader, l.Transitions, l.Term)
 	return l
+}
+
+// FenceRefusals registers the count of publishes JetStream refused because
+// their subject had moved on, by how they were resolved: the subject's last
+// message was an older term's (overwritten) or this term's own (adopted).
+// A refusal by a newer term ends the replica and is logged instead.
+func (m *Metrics) FenceRefusals(overwrote, adopted func() int64) {
+	for outcome, f := range map[string]func() int64{"overwrote": overwrote, "adopted": adopted} {
+		m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "fence_refusals_total",
+			Help:        "Publishes refused for their subject's last sequence, by resolution: overwrote (an older term's message) or adopted (this term's own).",
+			ConstLabels: prometheus.Labels{"outcome": outcome}}, func() float64 { return float64(f()) }))
+	}
 }

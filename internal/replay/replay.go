@@ -175,6 +175,13 @@ type State struct {
 	// Changes counts, per type, the changes that added, updated and
 	// deleted events stand for (the coalesced extension, or 1 each).
 	Changes map[string]int
+	// Term is the highest term seen: a term marker's sequence, or an
+	// event's term extension.
+	Term uint64
+	// Fenced lists the messages ignored because their term was lower than
+	// one seen before them: published by a deposed leader after a newer
+	// term began.
+	Fenced []string
 
 	subjects encode.Subjects
 	seen     map[string]map[string]bool // type → subjects seen since begin
@@ -194,6 +201,19 @@ var ErrUnknownType = errors.New("replay: unknown event type")
 
 // Apply applies one message.
 func (s *State) Apply(m Message) error {
+	if m.Event.Type() == encode.TypeTerm {
+		s.Term = max(s.Term, m.Seq)
+		return nil
+	}
+	term, err := encode.TermOf(m.Header)
+	if err != nil {
+		return fmt.Errorf("seq %d %s: %w", m.Seq, m.Subject, err)
+	}
+	if term < s.Term {
+		s.Fenced = append(s.Fenced, fmt.Sprintf("seq %d %s %s term %d after term %d", m.Seq, m.Event.Type(), m.Subject, term, s.Term))
+		return nil
+	}
+	s.Term = term
 	typ := typePrefix(m.Subject)
 	switch m.Event.Type() {
 	case encode.TypeSnapshotBegin:

@@ -20,14 +20,14 @@ type Tail struct {
 	Stream jetstream.Stream
 }
 
-// LastPerSubject calls fn with the subject and headers of the last message
+// LastPerSubject calls fn with the subject, stream sequence and headers of the last message
 // of every subject matching filter, without their data, so that even 100k
 // subjects are read in seconds. It stops at fn's first error.
 //
 // It uses a plain ephemeral pull consumer: an ordered consumer recreates
 // itself after a gap from the next stream sequence, which would go on with
 // messages that are not the last of their subject.
-func (t Tail) LastPerSubject(ctx context.Context, filter string, fn func(subject string, header nats.Header) error) error {
+func (t Tail) LastPerSubject(ctx context.Context, filter string, fn func(subject string, seq uint64, header nats.Header) error) error {
 	c, err := t.Stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 		FilterSubjects:    []string{filter},
 		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
@@ -61,7 +61,7 @@ func (t Tail) LastPerSubject(ctx context.Context, filter string, fn func(subject
 				cancel()
 				return fmt.Errorf("sink: read the last message per subject of %s: %w", filter, err)
 			}
-			if err := fn(m.Subject(), m.Headers()); err != nil {
+			if err := fn(m.Subject(), meta.Sequence.Stream, m.Headers()); err != nil {
 				cancel()
 				return err
 			}

@@ -46,7 +46,7 @@ func TestTailLastPerSubject(t *testing.T) {
 	}
 	tail := Tail{Stream: s}
 	seen := map[string]string{}
-	err := tail.LastPerSubject(context.Background(), "kb.c.core.v1.configmaps.*.*", func(subject string, h nats.Header) error {
+	err := tail.LastPerSubject(context.Background(), "kb.c.core.v1.configmaps.*.*", func(subject string, _ uint64, h nats.Header) error {
 		if _, dup := seen[subject]; dup {
 			t.Errorf("%s delivered twice", subject)
 		}
@@ -90,7 +90,7 @@ func BenchmarkTailLastPerSubject(b *testing.B) {
 		for range b.N {
 			n := 0
 			start := time.Now()
-			if err := (Tail{Stream: s}).LastPerSubject(ctx, "kb.c.core.v1.configmaps.*.*", func(string, nats.Header) error { n++; return nil }); err != nil {
+			if err := (Tail{Stream: s}).LastPerSubject(ctx, "kb.c.core.v1.configmaps.*.*", func(string, uint64, nats.Header) error { n++; return nil }); err != nil {
 				b.Fatal(err)
 			}
 			if n != subjects {

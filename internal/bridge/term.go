@@ -1,0 +1,105 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/klog/v2"
+
+	"github.com/kubebridge/kubebridge/internal/leader"
+	"github.com/kubebridge/kubebridge/internal/metrics"
+	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/sink"
+)
+
+// termPublisher is the part of jetstream.JetStream startTerm needs.
+type termPublisher interface {
+	PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
+}
+
+// startTerm publishes this replica's term marker before anything else it
+// publishes, retrying until it is stored or ctx ends, and returns the
+// fence of the term: the marker's stream sequence. Every later event
+// carries it (enc.Term), and every publish is conditional on its subject's
+// last sequence, so a replica that has been deposed, but does not know it
+// yet, cannot overwrite what this term wrote.
+func startTerm(ctx context.Context, js termPublisher, stream sink.LastMsgGetter, enc *encode.Encoder, d encode.TermData, now time.Time, backoff time.Duration) (*sink.Fence, error) {
+	logger := klog.FromContext(ctx)
+	msg, err := enc.TermMarker(d, now)
+	if err != nil {
+		return nil, err
+	}
+	wait := backoff
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ack, err := js.PublishMsg(actx, msg)
+		cancel()
+		if err == nil {
+			enc.Term = ack.Sequence
+			logger.Info("Term started: every event carries this term; a publish over a newer term's message is refused", "term", ack.Sequence, "holder", d.Holder)
+			return sink.NewFence(ack.Sequence, encode.TermOf, stream), nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("term marker: %w", ctx.Err())
+		}
+		if attempt == 1 {
+			logger.Info("Cannot store the term marker yet; retrying until JetStream takes it", "subject", msg.Subject, "err", err)
+		}
+		if !sleep(ctx, wait) {
+			return nil, fmt.Errorf("term marker: %w", ctx.Err())
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// endTerm ends what this replica publishes and says why. A replica that was
+// deposed, or fenced by a newer term, has already dropped what it held and
+// returns an error, so that it exits and restarts as a standby. Otherwise
+// stop drains (nil: nothing was published yet), and only then is the Lease
+// released, so that a standby takes over at once instead of after the
+// lease duration.
+func endTerm(ctx context.Context, el *leader.Elector, lm metrics.Leadership, fence *sink.Fence, stop func() error) error {
+	logger := klog.FromContext(ctx)
+	if fence != nil && isClosed(fence.Fenced()) {
+		lm.Leader.Set(0)
+		lm.Transitions.Inc()
+		lm.Term.Set(0)
+		if el != nil {
+			if rerr := el.Stop(klog.NewContext(context.WithoutCancel(ctx), logger)); rerr != nil {
+				logger.Info("Could not release the Lease", "err", rerr)
+			}
+		}
+		return fmt.Errorf("stopped publishing at once; exiting so that this replica restarts as a standby: %w", fence.Err())
+	}
+	if el != nil && isClosed(el.Deposed()) {
+		lm.Leader.Set(0)
+		lm.Term.Set(0)
+		lm.Transitions.Inc()
+		return leader.ErrDeposed
+	}
+	var err error
+	if stop != nil {
+		err = stop()
+	}
+	if el != nil {
+		if rerr := el.Stop(klog.NewContext(context.WithoutCancel(ctx), logger)); rerr != nil {
+			logger.Info("Could not release the Lease; a standby takes over when it expires", "err", rerr)
+		}
+	}
+	lm.Leader.Set(0)
+	lm.Term.Set(0)
+	return err
+}
+
+// isClosed reports whether c is closed; a nil channel never is.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
