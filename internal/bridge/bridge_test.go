@@ -66,6 +66,10 @@ func TestServePublishesExactSequence(t *testing.T) {
 			wantID += snapshotID
 		case encode.TypeSnapshotBegin, encode.TypeSnapshotEnd:
 			wantID = "configmaps.v1/" + snapshotID + "/" + strings.TrimPrefix(w.typ, "io.kubebridge.")
+		case encode.TypeAdded, encode.TypeUpdated, encode.TypeDeleted:
+			// The term follows: a new leader's copy of a change is never a
+			// duplicate of a deposed one's.
+			wantID += "/" + fmt.Sprint(msgs[0].Seq)
 		case encode.TypeTerm:
 			// term/<holder>/<start in ns>: unique per start.
 			if strings.HasPrefix(m.Event.ID(), wantID) {

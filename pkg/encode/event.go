@@ -225,6 +225,12 @@ func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string,
 	if c.Verb == informers.SnapshotItem {
 		id += "/" + c.SnapshotID
 		ev.SetExtension(ExtSnapshotID, c.SnapshotID)
+	} else if e.Term != 0 {
+		// A change a deposed leader stored late, which consumers ignore,
+		// must not make JetStream drop the same change from the new
+		// leader as a duplicate: the term is part of the id. (A snapshot
+		// id is unique to its term already.)
+		id += "/" + strconv.FormatUint(e.Term, 10)
 	}
 	ev.SetID(id)
 	ev.SetSource(source(e.Subjects.Cluster, r, ns))

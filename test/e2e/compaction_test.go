@@ -88,9 +88,10 @@ func TestCompaction(t *testing.T) {
 	if len(over) > 0 {
 		t.Errorf("%d subjects hold more than %d messages, e.g. %q", len(over), defaultMaxMsgsPerSubject, over[:min(5, len(over))])
 	}
-	// Object subjects are the churned names, plus the two marker subjects.
-	if info.State.NumSubjects > objects+2 {
-		t.Errorf("%d subjects, more than %d names and 2 marker subjects", info.State.NumSubjects, objects)
+	// Object subjects are the churned names, plus the two marker subjects
+	// and the term subject.
+	if info.State.NumSubjects > objects+3 {
+		t.Errorf("%d subjects, more than %d names, 2 marker subjects and the term subject", info.State.NumSubjects, objects)
 	}
 
 	// A replay from the latest complete snapshot's begin marker.

@@ -191,10 +191,10 @@ func TestObjectEvents(t *testing.T) {
 	t.Run("Widget", func(t *testing.T) {
 		checkChanges(t, msgs, wSubj, h.ns, "blue", objectKind{"example.com/v1", "Widget", "k8s://e2e/apis/example.com/v1/namespaces/" + h.ns + "/widgets", "widgets.v1.example.com"}, wChanges)
 	})
-	// Nothing else was published: markers of the start-up snapshots and the
-	// six events.
-	if len(msgs) != 4+6 {
-		t.Errorf("stream holds %d messages, want 10 (4 markers, 6 events):\n%s", len(msgs), describe(msgs))
+	// Nothing else was published: the term marker, markers of the start-up
+	// snapshots and the six events.
+	if len(msgs) != 1+4+6 {
+		t.Errorf("stream holds %d messages, want 11 (the term marker, 4 snapshot markers, 6 events):\n%s", len(msgs), describe(msgs))
 	}
 	checkUniqueIDs(t, msgs)
 	st := applyAll(t, msgs)
@@ -249,7 +249,7 @@ func checkChanges(t *testing.T, msgs []replay.Message, subject, ns, name string,
 			}
 			checkEq(t, "specversion", ev.SpecVersion(), "1.0")
 			checkEq(t, "type", ev.Type(), "io.kubebridge.object."+w.verb)
-			wantID := objectID(k.resource, w.uid, w.rv, w.verb)
+			wantID := termID(objectID(k.resource, w.uid, w.rv, w.verb), m)
 			checkEq(t, "id", ev.ID(), wantID)
 			checkEq(t, "Nats-Msg-Id", m.Header.Get("Nats-Msg-Id"), "e2e/"+wantID)
 			checkEq(t, "subject", ev.Subject(), ns+"/"+name)

@@ -613,12 +613,17 @@ func checkSnapshots(t *testing.T, msgs []replay.Message) map[string]int {
 
 // objectID is the id of an object event or snapshot item, as the README
 // specifies: <resource>.<version>[.<group>]/<uid>/<resourceVersion>/<verb>,
-// where verb is added, updated, deleted or snapshot.item/<snapshotid>.
+// where verb is added, updated, deleted or snapshot.item/<snapshotid>;
+// added, updated and deleted ids end in /<term> as well (see termID).
 // The resource is part of it so one object watched under two aliased
 // types (horizontalpodautoscalers v1 and v2) gets distinct ids.
 func objectID(resource, uid, rv, verb string) string {
 	return resource + "/" + uid + "/" + rv + "/" + verb
 }
+
+// termID is the id of a live event whose id without the term is id: the
+// term of the bridge that published it follows.
+func termID(id string, m replay.Message) string { return id + "/" + m.Ext(encode.ExtTerm) }
 
 // cmID is objectID for a ConfigMap.
 func cmID(uid, rv, verb string) string { return objectID("configmaps.v1", uid, rv, verb) }

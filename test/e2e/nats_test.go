@@ -125,7 +125,7 @@ func TestOversizeObject(t *testing.T) {
 	if _, ok := m.Event.Extensions()[encode.ExtTruncated]; ok || !strings.Contains(string(m.Data), `"k":"v"`) {
 		t.Errorf("small configmap: truncated=%v, data %s", m.Event.Extensions()[encode.ExtTruncated], m.Data)
 	}
-	checkEq(t, "small id", m.Event.ID(), cmID(string(small.UID), small.ResourceVersion, "added"))
+	checkEq(t, "small id", m.Event.ID(), termID(cmID(string(small.UID), small.ResourceVersion, "added"), m))
 	if n := b.countLog("Object exceeds the message size limit"); n != 3 {
 		t.Errorf("the bridge logged %d oversize objects, want 3", n)
 	}

@@ -124,7 +124,7 @@ func TestRelistAfterCompaction(t *testing.T) {
 			continue
 		}
 		checkEq(t, name+" finalstateunknown", dels[0].Ext(encode.ExtFinalStateUnknown), "true")
-		checkEq(t, name+" deleted id", dels[0].Event.ID(), cmID(string(keep[nameIndex(name)].UID), keep[nameIndex(name)].ResourceVersion, "deleted"))
+		checkEq(t, name+" deleted id", dels[0].Event.ID(), termID(cmID(string(keep[nameIndex(name)].UID), keep[nameIndex(name)].ResourceVersion, "deleted"), dels[0]))
 	}
 	for _, x := range []struct{ name, typ string }{
 		{"keep-3", encode.TypeUpdated}, {"gap-new", encode.TypeAdded}, {"keep-4", encode.TypeUpdated}, {"post-new", encode.TypeAdded},
@@ -284,10 +284,10 @@ func TestRecreateAcrossRelist(t *testing.T) {
 	}
 	if dels := ofType(onSubject(msgs, h.cmSubject(h.ns, "phoenix")), encode.TypeDeleted, ""); len(dels) == 1 {
 		checkEq(t, "deleted finalstateunknown", dels[0].Ext(encode.ExtFinalStateUnknown), "true")
-		checkEq(t, "deleted id", dels[0].Event.ID(), cmID(string(old.UID), old.ResourceVersion, "deleted"))
+		checkEq(t, "deleted id", dels[0].Event.ID(), termID(cmID(string(old.UID), old.ResourceVersion, "deleted"), dels[0]))
 	}
 	if adds := ofType(onSubject(msgs, h.cmSubject(h.ns, "phoenix")), encode.TypeAdded, ""); len(adds) == 1 {
-		checkEq(t, "added id", adds[0].Event.ID(), cmID(string(reborn.UID), cur.ResourceVersion, "added"))
+		checkEq(t, "added id", adds[0].Event.ID(), termID(cmID(string(reborn.UID), cur.ResourceVersion, "added"), adds[0]))
 		if !strings.Contains(string(adds[0].Data), `"v":"new"`) {
 			t.Errorf("added data is not the new object: %s", adds[0].Data)
 		}

@@ -75,7 +75,7 @@ func TestScope(t *testing.T) {
 		}
 		var objs []replay.Message
 		for _, m := range msgs {
-			if m.Event.Type() != encode.TypeSnapshotBegin && m.Event.Type() != encode.TypeSnapshotEnd {
+			if m.Event.Type() != encode.TypeSnapshotBegin && m.Event.Type() != encode.TypeSnapshotEnd && m.Event.Type() != encode.TypeTerm {
 				objs = append(objs, m)
 			}
 		}

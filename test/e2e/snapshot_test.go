@@ -34,9 +34,13 @@ func TestStartupSnapshot(t *testing.T) {
 		return ""
 	})
 
-	if len(msgs) != n+2 {
-		t.Errorf("stream holds %d messages, want %d (begin, %d items, end)", len(msgs), n+2, n)
+	if len(msgs) != n+3 {
+		t.Errorf("stream holds %d messages, want %d (the term marker, begin, %d items, end)", len(msgs), n+3, n)
 	}
+	if msgs[0].Event.Type() != encode.TypeTerm {
+		t.Errorf("first message %s, want the term marker", msgs[0].Event.Type())
+	}
+	msgs = msgs[1:]
 	begin, end := msgs[0], msgs[len(msgs)-1]
 	checkEq(t, "first message type", begin.Event.Type(), encode.TypeSnapshotBegin)
 	checkEq(t, "last message type", end.Event.Type(), encode.TypeSnapshotEnd)
@@ -98,7 +102,7 @@ func TestStartupSnapshot(t *testing.T) {
 	late := h.createCM(h.ns, "late", nil, map[string]string{"k": "v"})
 	h.waitStream("added for late", 30*time.Second, func(m []replay.Message) string {
 		for _, a := range ofType(m, encode.TypeAdded, "") {
-			if a.Event.ID() == cmID(string(late.UID), late.ResourceVersion, "added") {
+			if a.Event.ID() == termID(cmID(string(late.UID), late.ResourceVersion, "added"), a) {
 				return ""
 			}
 		}

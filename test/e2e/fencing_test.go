@@ -1,0 +1,223 @@
+package e2e
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubebridge/kubebridge/internal/replay"
+	"github.com/kubebridge/kubebridge/internal/testenv"
+	"github.com/kubebridge/kubebridge/pkg/encode"
+)
+
+// fencedLine is what a replica refused by a newer term logs on exit.
+const fencedLine = "fenced by a newer term"
+
+// termsOf returns the terms begun in msgs (term marker sequences, in order)
+// and every message stored after a newer term had begun but written in an
+// older one: what a deposed leader managed to store. Consumers ignore
+// those under the term rule; the bridge's fence keeps them off every
+// subject the newer term has written.
+func termsOf(t *testing.T, msgs []replay.Message) (terms []uint64, late []string) {
+	t.Helper()
+	var current uint64
+	for _, m := range msgs {
+		if m.Event.Type() == encode.TypeTerm {
+			current = m.Seq
+			terms = append(terms, m.Seq)
+			continue
+		}
+		term, err := encode.TermOf(m.Header)
+		if err != nil {
+			t.Errorf("seq %d: %v", m.Seq, err)
+			continue
+		}
+		if term == 0 {
+			t.Errorf("seq %d %s %s carries no term", m.Seq, m.Event.Type(), m.Subject)
+		}
+		if term < current {
+			late = append(late, fmt.Sprintf("seq %d %s %s rv %s: term %d after term %d began", m.Seq, m.Event.Type(), m.Subject, m.Ext(encode.ExtResourceVersion), term, current))
+		}
+	}
+	return terms, late
+}
+
+// checkLastPerSubject waits until the raw last-per-subject view of the
+// ConfigMaps (no term rule applied) equals the apiserver's list: nothing a
+// deposed leader stored is any object's current state.
+func (h *harness) checkLastPerSubject(typ string) {
+	h.t.Helper()
+	h.waitLastPerSubject(typ, h.listConfigMaps(h.ns, metav1.ListOptions{}))
+}
+
+// TestSecondBridgeFencesTheFirst runs a second bridge without leader
+// election next to a first one, as a misconfigured Deployment would: the
+// second one's term fences the first, whose next publish on a subject the
+// second has written is refused by JetStream; the first exits non-zero.
+// The stream then holds the cluster's state, in the replay and in the last
+// message per subject alike.
+func TestSecondBridgeFencesTheFirst(t *testing.T) {
+	env := testenv.Get(t)
+	h := newHarness(t, env)
+	typ := h.cmType()
+	h.createCMs(200)
+	vars := map[string]string{"BRIDGE_RESOURCES": "configmaps"}
+	b1 := h.startBridge(vars)
+	c := startChurn(h.cs, h.ns, 40, 5*time.Millisecond, 5)
+	defer c.stop()
+	if !c.waitOps(50, time.Minute) {
+		t.Fatalf("churn stalled: %v", c)
+	}
+	b2 := h.startBridge(vars)
+	b1.stopped.Store(true)
+	code, ok := b1.waitExit(stopTimeout)
+	if !ok {
+		t.Fatalf("the first bridge still runs %v after a second one began a newer term", stopTimeout)
+	}
+	if code == 0 || b1.countLog(fencedLine) == 0 {
+		t.Errorf("the first bridge exited %d; want non-zero with a line saying it was %s", code, fencedLine)
+	}
+	if !c.waitOps(100, time.Minute) {
+		t.Fatalf("churn stalled: %v", c)
+	}
+	msgs, st := h.settle(c, typ, 2, "the second bridge's start-up snapshot")
+	terms, late := termsOf(t, msgs)
+	if len(terms) != 2 {
+		t.Errorf("terms %v, want two (one per bridge)", terms)
+	}
+	if len(late) != len(st.Fenced) {
+		t.Errorf("%d messages of the older term after the newer began, the reference consumer ignored %d", len(late), len(st.Fenced))
+	}
+	t.Logf("terms %v; %d messages of the first bridge stored after the second's term began, on subjects the second had not written yet (ignored by consumers)", terms, len(late))
+	h.checkLastPerSubject(typ)
+	if m := b2.scrape(); m.sum("kubebridge_term") != float64(terms[len(terms)-1]) {
+		t.Errorf("kubebridge_term %v, want %d", m.sum("kubebridge_term"), terms[len(terms)-1])
+	}
+}
+
+// TestPausedLeaderIsFenced freezes the leader (SIGSTOP), as a long GC
+// pause, a frozen VM or clock skew would, until the standby has taken the
+// Lease and written every object; then it thaws it. Whatever the thawed
+// leader still tries to publish (its periodic snapshot of a stale cache,
+// changes it held) is refused by JetStream: nothing it stores after the
+// new term began, and it exits non-zero.
+func TestPausedLeaderIsFenced(t *testing.T) {
+	env := testenv.Get(t)
+	h := newHarness(t, env)
+	typ := h.cmType()
+	h.createCMs(300)
+	v1 := h.electionVars("bridge-a")
+	// A snapshot every second: when the leader thaws, one is due at once.
+	v1["BRIDGE_RESYNC_PERIOD"] = "1s"
+	b1 := h.startBridge(v1)
+	b2 := h.launchBridge(h.electionVars("bridge-b"))
+	b2.waitLog("Standby: informer caches synced", readyTimeout)
+	c := startChurn(h.cs, h.ns, 60, 5*time.Millisecond, 7)
+	defer c.stop()
+	if !c.waitOps(100, time.Minute) {
+		t.Fatalf("churn stalled: %v", c)
+	}
+	if err := b1.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	b1.stopped.Store(true)
+	thawed := false
+	defer func() {
+		if !thawed {
+			_ = b1.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	b2.waitLog("Start-up snapshots published", 2*readyTimeout)
+	// Changes while the old leader is frozen: its cache is stale now.
+	if !c.waitOps(150, time.Minute) {
+		t.Fatalf("churn stalled: %v", c)
+	}
+	if err := b1.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	thawed = true
+	code, ok := b1.waitExit(stopTimeout)
+	if !ok {
+		t.Fatalf("the thawed leader still runs %v after the standby took over", stopTimeout)
+	}
+	if code == 0 {
+		t.Errorf("the thawed leader exited 0, want non-zero")
+	}
+	fenced := b1.countLog(fencedLine) > 0
+	msgs, _ := h.settle(c, typ, 2, "the new leader's start-up snapshot")
+	terms, late := termsOf(t, msgs)
+	if len(terms) != 2 {
+		t.Errorf("terms %v, want two", terms)
+	}
+	// The new leader had written every subject before the thaw, so the
+	// fence leaves the old one no subject at all.
+	for _, l := range late {
+		t.Errorf("stored after the newer term began: %s", l)
+	}
+	h.checkLastPerSubject(typ)
+	if fenced {
+		t.Logf("the thawed leader published, was refused by JetStream and exited %d", code)
+	} else {
+		t.Logf("the thawed leader saw it had lost the Lease before publishing and exited %d (the fence was not needed this run)", code)
+	}
+}
+
+// TestPartitionedLeader cuts the leader off from the apiserver (a TCP
+// proxy that holds every byte) while it still reaches NATS: it cannot
+// renew its Lease, stops publishing at the renew deadline and exits; the
+// standby takes over. Nothing the old leader publishes after the new term
+// began is stored, no object is brought back by its stale snapshot items
+// or swept by its end marker, and no resourceVersion regresses.
+func TestPartitionedLeader(t *testing.T) {
+	env := testenv.Get(t)
+	h := newHarness(t, env)
+	typ := h.cmType()
+	h.createCMs(300)
+	proxy := startProxy(t, strings.TrimPrefix(env.APIServerURL(), "https://"))
+	v1 := h.electionVars("bridge-a")
+	v1["KUBECONFIG"] = h.kubeconfigVia(proxy)
+	// Snapshots of its stale cache keep coming while it is cut off.
+	v1["BRIDGE_RESYNC_PERIOD"] = "1s"
+	b1 := h.startBridge(v1)
+	b2 := h.launchBridge(h.electionVars("bridge-b"))
+	b2.waitLog("Standby: informer caches synced", readyTimeout)
+	c := startChurn(h.cs, h.ns, 60, 5*time.Millisecond, 11)
+	defer c.stop()
+	if !c.waitOps(100, time.Minute) {
+		t.Fatalf("churn stalled: %v", c)
+	}
+	before := maps.Clone(h.listConfigMaps(h.ns, metav1.ListOptions{}))
+	proxy.pause()
+	cut := time.Now()
+	b1.stopped.Store(true)
+	b2.waitLog("Start-up snapshots published", 2*readyTimeout)
+	t.Logf("the standby's start-up snapshot was stored %v after the partition", time.Since(cut).Round(time.Millisecond))
+	code, ok := b1.waitExit(stopTimeout)
+	if !ok {
+		t.Fatalf("the partitioned leader still runs %v after the partition", stopTimeout)
+	}
+	if code == 0 {
+		t.Errorf("the partitioned leader exited 0, want non-zero")
+	}
+	if !strings.Contains(b1.output(), "lost the leader Lease") && b1.countLog(fencedLine) == 0 {
+		t.Errorf("the partitioned leader's exit line says neither that it lost the Lease nor that it was fenced")
+	}
+	if !c.waitOps(100, time.Minute) {
+		t.Fatalf("churn stalled: %v", c)
+	}
+	msgs, st := h.settle(c, typ, 2, "the new leader's start-up snapshot")
+	terms, late := termsOf(t, msgs)
+	if len(terms) != 2 {
+		t.Errorf("terms %v, want two", terms)
+	}
+	for _, l := range late {
+		t.Errorf("stored after the newer term began: %s", l)
+	}
+	h.checkLastPerSubject(typ)
+	t.Logf("%d objects before the partition; %d swept in the replay; the old leader exited %d", len(before), len(st.Swept), code)
+}
