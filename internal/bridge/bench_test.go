@@ -20,10 +20,13 @@ var benchPods = &informers.Resource{GVR: corev1.SchemeGroupVersion.WithResource(
 // BenchmarkPipelineUpdatedPods measures updated Pod events per second from
 // the handler's queue to JetStream acknowledgement, through an in-process
 // nats-server with a file-backed stream: order guard, parallel encoding of
-// new and old objects, async publishing with the default window.
+// new and old objects, async publishing with the default window. The
+// fenced runs make every publish conditional on its subject's last
+// sequence, as the bridge does (the unfenced ones show what that costs).
 func BenchmarkPipelineUpdatedPods(b *testing.B) {
 	for _, storage := range []string{"file", "memory"} {
-		b.Run(storage, func(b *testing.B) { benchPipeline(b, storage) })
+		b.Run(storage, func(b *testing.B) { benchPipeline(b, storage, false) })
+		b.Run(storage+"-fenced", func(b *testing.B) { benchPipeline(b, storage, true) })
 	}
 }
 
@@ -75,7 +78,7 @@ func benchRawPublish(b *testing.B, storage string) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
 }
 
-func benchPipeline(b *testing.B, storage string) {
+func benchPipeline(b *testing.B, storage string, fenced bool) {
 	n := startNATS(b)
 	nc, js := connect(b, n.url())
 	cfg := testConfig(b, map[string]string{"BRIDGE_STREAM_STORAGE": storage, "BRIDGE_ENCODE_WORKERS": "0"})
@@ -92,7 +95,17 @@ func benchPipeline(b *testing.B, storage string) {
 		olds[i] = fixtures.Pod(i, 1)
 	}
 	m := metrics.New()
-	pb, stop := runPublishing(b, cfg, js, publishingDeps{metrics: m, encoder: &encode.Encoder{Subjects: subjects}, maxPayload: func() int { return int(nc.MaxPayload()) }})
+	deps := publishingDeps{metrics: m, encoder: &encode.Encoder{Subjects: subjects}, maxPayload: func() int { return int(nc.MaxPayload()) }}
+	if fenced {
+		stream, err := js.Stream(ctx, cfg.StreamName)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if deps.fence, err = startTerm(ctx, js, stream, deps.encoder, encode.TermData{Holder: "bench"}, time.Now(), time.Millisecond); err != nil {
+			b.Fatal(err)
+		}
+	}
+	pb, stop := runPublishing(b, cfg, js, deps)
 	in, cnt := pb.intake, &pb.cnt
 	b.ReportAllocs()
 	b.ResetTimer()
