@@ -175,6 +175,11 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 			"labels", w.scope.LabelSelector, "fields", w.scope.FieldSelector, "typed", src.Typed, "subjects", subjects.TypeWildcard(w.resource))
 		sources = append(sources, src)
 	}
+	// Nothing of a type is published before its missed-delete scan: see
+	// intake.hold. Its snapshotter releases it.
+	for _, src := range sources {
+		in.hold(src.Resource)
+	}
 	allReady := readyWhenAll(len(sources), func() {
 		logger.Info("Start-up snapshots published; the stream holds the current state of every watched type")
 		o.ready()

@@ -111,6 +111,9 @@ func (p *pipeline) run(soft, hard context.Context) {
 			}
 		}
 		// Shutting down: hand on what waits, start no snapshot step.
+		if n := p.intake.abandonHeld(); n > 0 {
+			logger.Info("Shutting down before the missed-delete scan of some types finished: their waiting changes are left to the next leader's scan and snapshot", "objects", n)
+		}
 		for {
 			w, ok := p.intake.next(hard, false)
 			if !ok || !send(w) {

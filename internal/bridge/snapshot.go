@@ -101,6 +101,7 @@ func (s *snapshotter) run(ctx context.Context) {
 // read. It reports false when ctx ended first.
 func (s *snapshotter) publishMissedDeletes(ctx context.Context) bool {
 	if s.missedDeletes == nil {
+		s.intake.release(s.res, nil)
 		return true
 	}
 	logger := klog.FromContext(ctx)
@@ -113,8 +114,10 @@ func (s *snapshotter) publishMissedDeletes(ctx context.Context) bool {
 			for _, c := range deletes {
 				s.metrics.ChangesObserved.WithLabelValues(res, string(c.Verb)).Inc()
 				s.metrics.MissedDeletes.WithLabelValues(res).Inc()
-				s.intake.Add(c)
 			}
+			// Ahead of every change the type's informer delivered
+			// meanwhile, which waited for this.
+			s.intake.release(s.res, deletes)
 			if len(deletes) > 0 {
 				logger.Info("Publishing deletes made while no bridge was publishing (finalstateunknown=true)", "deletes", len(deletes), "duration", time.Since(start).Round(time.Millisecond))
 			}
