@@ -26,7 +26,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/kubebridge/kubebridge/internal/manifests"
 	"github.com/sethvargo/go-envconfig"
@@ -434,9 +433,7 @@ func TestBridgeSettings(t *testing.T) {
 
 func checkBridgeConfig(t *testing.T, b *build, bc bridgeContainer, cfg *config.Config) {
 	t.Helper()
-	if shutdown := time.Duration(bc.grace) * time.Second; shutdown <= cfg.ShutdownTimeout {
-		t.Errorf("%s: terminationGracePeriodSeconds %d must exceed BRIDGE_SHUTDOWN_TIMEOUT=%v", bc.workload, bc.grace, cfg.ShutdownTimeout)
-	}
+	checkGracePeriod(t, bc, cfg)
 	// The HTTP listener is what the probes and the metrics Service reach.
 	if cfg.HTTPAddr == "off" {
 		t.Errorf("BRIDGE_HTTP_ADDR=off: no probes and no metrics")
@@ -709,12 +706,8 @@ func TestBridgeWorkload(t *testing.T) {
 			if d := deployment; d == nil {
 				t.Errorf("%s: the bridge must run as a Deployment", bc.workload)
 			} else {
-				if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
-					t.Errorf("%s: replicas must be 1: there is no fencing of a deposed leader yet", bc.workload)
-				}
-				if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-					t.Errorf("%s: strategy must be Recreate, so two bridges never run at once", bc.workload)
-				}
+				// Replicas, strategy, disruption budget and spreading:
+				// TestHighAvailability.
 				if sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err != nil || sel.Empty() || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
 					t.Errorf("%s: selector does not match the pod template (%v)", bc.workload, err)
 				}

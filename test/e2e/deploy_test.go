@@ -352,9 +352,32 @@ func deployKustomization(t *testing.T, rc *rest.Config, cs kubernetes.Interface,
 			deny("Leases only in its own namespace", authorizationv1.ResourceAttributes{Namespace: n, Verb: verb, Group: leases.Group, Resource: leases.Resource})
 		}
 	}
-	for _, verb := range []string{"list", "watch", "patch", "delete", "deletecollection"} {
+	for _, verb := range []string{"list", "watch", "patch", "delete", "deletecollection", "*"} {
 		for _, n := range []string{ns, ""} {
 			deny("Leases: get, create and update only", authorizationv1.ResourceAttributes{Namespace: n, Verb: verb, Group: leases.Group, Resource: leases.Resource})
+		}
+	}
+	if cfg.LeaderElection {
+		// The Lease itself, by name, as client-go's lock reads and renews
+		// it; deleting it (which would hand leadership to anyone) is not
+		// allowed, nor the same Lease name elsewhere.
+		for _, verb := range []string{"get", "update"} {
+			rows = append(rows, deployRow{attrs: authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: leases.Group, Resource: leases.Resource, Name: cfg.LeaseName},
+				allowed: true, why: "BRIDGE_LEADER_ELECTION: its Lease"})
+			for _, n := range []string{otherNS, "kube-system"} {
+				deny("Leases only in its own namespace", authorizationv1.ResourceAttributes{Namespace: n, Verb: verb, Group: leases.Group, Resource: leases.Resource, Name: cfg.LeaseName})
+			}
+		}
+		for _, verb := range []string{"patch", "delete"} {
+			deny("Leases: get, create and update only", authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: leases.Group, Resource: leases.Resource, Name: cfg.LeaseName})
+		}
+	}
+	// Two replicas and a PodDisruptionBudget: the bridge may neither evict
+	// pods (its standby, or anyone's) nor change budgets.
+	for _, n := range []string{ns, ""} {
+		deny("no evictions", authorizationv1.ResourceAttributes{Namespace: n, Verb: "create", Resource: "pods", Subresource: "eviction"})
+		for _, verb := range []string{"create", "update", "patch", "delete"} {
+			deny("no disruption budgets", authorizationv1.ResourceAttributes{Namespace: n, Verb: verb, Group: "policy", Resource: "poddisruptionbudgets"})
 		}
 	}
 
