@@ -1,0 +1,324 @@
+package consume
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"k8s.io/client-go/tools/cache"
+)
+
+// ErrAmbiguousVersion is returned when a filter without a version meets a
+// second version of its type: the bridge publishes one resource under two
+// versions (HorizontalPodAutoscalers v1 and v2, a CRD served at two
+// versions), which one indexer cannot hold. Name the version.
+var ErrAmbiguousVersion = errors.New("consume: one filter matches two versions of a type; name the version (resource.version.group)")
+
+// Applier applies the events of a kubebridge stream, in stream order, to
+// one client-go indexer per type, and calls the types' event handlers.
+// It is the part of a State that does not read from NATS, for readers that
+// bring their own messages (an informer, a test): feed it every message
+// of its filters' subjects and of the term subject, in stream order.
+//
+// It follows the README's rules: added, updated and snapshot items upsert,
+// deleted removes (the uid the key holds; another uid's delete is a
+// no-op), a snapshot end removes every object of its type not seen since
+// the matching begin and not listed as unpublished; an event of a deposed
+// leader's term is ignored (the term rule). It checks the contract while
+// it does (see ViolationKind) and does not apply an event that breaks it.
+//
+// Until EndInitialList it calls no handler; then every handler gets
+// OnAdd(obj, true) for every object held, and later changes as they are
+// applied. A handler added after that first gets the objects held.
+// Handlers are called synchronously while the Applier is locked: they
+// must not call into it.
+type Applier struct {
+	dec   *decoder
+	hooks Hooks
+	stop  bool
+
+	mu     sync.Mutex
+	types  []*typeState
+	terms  terms
+	stats  Stats
+	synced bool
+	seed   maphash.Seed
+}
+
+// NewApplier returns an Applier for filters; of opts it uses WithIndexers,
+// WithHooks and StopOnViolation.
+func (c *Client) NewApplier(filters []Filter, opts ...StateOption) (*Applier, error) {
+	fs, err := parseFilters(filters)
+	if err != nil {
+		return nil, err
+	}
+	o, err := newStateOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newApplier(c.dec, fs, o)
+}
+
+func newApplier(dec *decoder, fs []filter, o stateOptions) (*Applier, error) {
+	a := &Applier{dec: dec, hooks: o.hooks, stop: o.stopOnViolation, seed: maphash.MakeSeed(),
+		stats: Stats{Violations: map[ViolationKind]uint64{}}}
+	for _, f := range fs {
+		for _, t := range a.types {
+			if t.f.ref.Group == f.ref.Group && t.f.ref.Resource == f.ref.Resource {
+				return nil, fmt.Errorf("%w: %s and %s name one type", ErrBadFilter, t.f.ref, f.ref)
+			}
+		}
+		indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+		for name, fn := range o.indexers[f.ref] {
+			indexers[name] = fn
+		}
+		a.types = append(a.types, newTypeState(f, cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)))
+	}
+	for ref := range o.indexers {
+		if a.typeOf(ref) == nil {
+			return nil, fmt.Errorf("%w: indexers for %s, which no filter names", ErrBadOption, ref)
+		}
+	}
+	return a, nil
+}
+
+func (a *Applier) typeOf(ref typeRef) *typeState {
+	for _, t := range a.types {
+		if t.f.ref == ref {
+			return t
+		}
+	}
+	return nil
+}
+
+func (a *Applier) lookup(resource string) *typeState {
+	ref, err := parseResource(resource)
+	if err != nil {
+		return nil
+	}
+	return a.typeOf(ref)
+}
+
+// Indexer returns the indexer of the type named as in its Filter, nil for
+// a type no filter names. Wrap it in a typed lister:
+// listersv1.NewConfigMapLister(a.Indexer("configmaps")).
+func (a *Applier) Indexer(resource string) cache.Indexer {
+	if t := a.lookup(resource); t != nil {
+		return t.indexer
+	}
+	return nil
+}
+
+// AddEventHandler adds a handler for the type named as in its Filter.
+func (a *Applier) AddEventHandler(resource string, h cache.ResourceEventHandler) error {
+	t := a.lookup(resource)
+	if t == nil {
+		return fmt.Errorf("%w: no filter names %q", ErrBadOption, resource)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t.handlers = append(t.handlers, h)
+	if a.synced {
+		for _, obj := range t.indexer.List() {
+			h.OnAdd(obj, true)
+		}
+	}
+	return nil
+}
+
+// EndInitialList ends the initial list: every handler gets OnAdd(obj,
+// true) for every object held, and from now on every change.
+func (a *Applier) EndInitialList() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.synced {
+		return
+	}
+	a.synced = true
+	for _, t := range a.types {
+		for _, obj := range t.indexer.List() {
+			for _, h := range t.handlers {
+				h.OnAdd(obj, true)
+			}
+		}
+	}
+}
+
+// HasSynced reports whether EndInitialList was called.
+func (a *Applier) HasSynced() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.synced
+}
+
+// Stats returns a copy of the counters.
+func (a *Applier) Stats() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.stats.clone()
+	s.Term = max(s.Term, a.terms.current(s.LastSeq+1))
+	return s
+}
+
+// AddTerms records term markers at these stream sequences, read apart
+// from the messages applied: a reader that starts after a marker, or sees
+// only the last message per subject, learns the terms this way.
+func (a *Applier) AddTerms(seqs ...uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range seqs {
+		a.terms.addMarker(s)
+	}
+}
+
+// ApplyMsg decodes a message stored at stream sequence seq and applies it.
+// A message that does not decode is reported as Undecodable and skipped.
+func (a *Applier) ApplyMsg(seq uint64, msg *nats.Msg) error {
+	ev, err := a.dec.decode(seq, msg)
+	if err != nil {
+		return a.undecodable(seq, msg.Subject, err)
+	}
+	return a.Apply(ev)
+}
+
+func (a *Applier) undecodable(seq uint64, subject string, err error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stats.LastSeq = max(a.stats.LastSeq, seq)
+	return a.report(Violation{Kind: Undecodable, Seq: seq, Subject: subject, Detail: err.Error(), Err: err})
+}
+
+// skipped records a message passed over on purpose.
+func (a *Applier) skipped(seq uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stats.LastSeq = max(a.stats.LastSeq, seq)
+}
+
+// Apply applies one decoded event. It returns an error only for what
+// stops the reader: ErrAmbiguousVersion, or a *Violation with
+// StopOnViolation.
+func (a *Applier) Apply(ev *Event) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stats.LastSeq = max(a.stats.LastSeq, ev.Seq)
+	if ev.Verb == Term {
+		a.terms.addMarker(ev.Seq)
+		return nil
+	}
+	t := a.route(ev)
+	// The rule runs on every event, so that the term of one outside the
+	// filters counts too.
+	if a.terms.fenced(ev) {
+		if t != nil {
+			a.stats.Fenced++
+			if a.hooks.OnFenced != nil {
+				a.hooks.OnFenced(ev)
+			}
+		}
+		return nil
+	}
+	if t == nil {
+		return nil
+	}
+	if t.version == "" {
+		t.version = ev.Resource.Version
+	} else if t.version != ev.Resource.Version {
+		return fmt.Errorf("%w: %s: %s and %s", ErrAmbiguousVersion, t.f.ref, t.version, ev.Resource.Version)
+	}
+	n := notifier{a: a, t: t}
+	var v *Violation
+	switch ev.Verb {
+	case SnapshotBegin:
+		v = t.begin(ev)
+	case SnapshotEnd:
+		v = t.end(ev, n)
+	default:
+		v = t.object(ev, a.idHash(ev.CloudEvent.ID()), n)
+	}
+	if v != nil {
+		return a.report(*v)
+	}
+	return nil
+}
+
+// route finds the type an event belongs to; nil when no filter selects
+// it. Snapshot markers frame a whole type, so they count for a filter of
+// one namespace too.
+func (a *Applier) route(ev *Event) *typeState {
+	for _, t := range a.types {
+		if !t.f.ref.covers(ev.Resource.Group, ev.Resource.Version, ev.Resource.Resource) {
+			continue
+		}
+		if ev.Verb.IsMarker() || t.f.matches(ev) {
+			return t
+		}
+	}
+	return nil
+}
+
+func (a *Applier) idHash(id string) uint64 { return maphash.String(a.seed, id) }
+
+// report counts and passes on a violation; it returns it when it stops
+// the reader.
+func (a *Applier) report(v Violation) error {
+	a.stats.Violations[v.Kind]++
+	if a.hooks.OnViolation != nil {
+		a.hooks.OnViolation(v)
+	}
+	if a.stop && v.Kind.Breach() {
+		return &v
+	}
+	return nil
+}
+
+// reset forgets everything applied, for a bootstrap that starts over. No
+// handler has been called yet.
+func (a *Applier) reset() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, t := range a.types {
+		if err := t.indexer.Replace(nil, ""); err != nil {
+			// Replace only fails on a key function error, impossible
+			// with an empty list.
+			panic(err)
+		}
+		fresh := newTypeState(t.f, t.indexer)
+		fresh.handlers = t.handlers
+		a.types[i] = fresh
+	}
+	a.terms = terms{}
+	a.stats = Stats{Violations: map[ViolationKind]uint64{}}
+}
+
+// notifier calls a type's handlers once the initial list has ended.
+type notifier struct {
+	a *Applier
+	t *typeState
+}
+
+func (n notifier) add(obj any) {
+	if n.a.synced {
+		for _, h := range n.t.handlers {
+			h.OnAdd(obj, false)
+		}
+	}
+}
+
+func (n notifier) update(old, obj any) {
+	if n.a.synced {
+		for _, h := range n.t.handlers {
+			h.OnUpdate(old, obj)
+		}
+	}
+}
+
+func (n notifier) delete(obj any) {
+	if n.a.synced {
+		for _, h := range n.t.handlers {
+			h.OnDelete(obj)
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package consume
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/informers"
+)
+
+// plan is how a State reads: the consumer, and for a full replay where
+// each type starts.
+type plan struct {
+	cfg jetstream.ConsumerConfig
+	fs  []filter
+	// from[i] is the first sequence applied of filter i's type: the begin
+	// marker of its latest complete snapshot (0: from the first message).
+	// One consumer serves every type, so it starts at the lowest; events
+	// of a type before its own start are skipped, which makes the result
+	// that of one replay per type.
+	from []uint64
+	// seed are messages applied before the replay: the last messages of
+	// objects the latest end markers list as unpublished, stored before
+	// the replay starts. Such an object exists but has no item; it is
+	// kept only if the replay knows it.
+	seed []*jetstream.RawStreamMsg
+}
+
+func (p plan) skip(ev *Event) bool {
+	if p.from == nil || ev.Verb == Term {
+		return false
+	}
+	for i, f := range p.fs {
+		if f.ref.covers(ev.Resource.Group, ev.Resource.Version, ev.Resource.Resource) {
+			return ev.Seq < p.from[i]
+		}
+	}
+	return false
+}
+
+// plan builds the bootstrap consumer. Both modes read the term subject
+// too, so later term markers reach the Applier in stream order.
+func (s *State) plan(ctx context.Context) (plan, error) {
+	var subjects []string
+	for _, f := range s.fs {
+		subjects = append(subjects, f.stateSubjects(s.c.subjects)...)
+	}
+	subjects = append(subjects, s.c.subjects.Term())
+	p := plan{fs: s.fs, cfg: jetstream.ConsumerConfig{
+		FilterSubjects: dedupe(subjects),
+		AckPolicy:      jetstream.AckNonePolicy,
+		// Both the stream's last message per subject and a replay are
+		// wanted as fast as the server can send them.
+		ReplayPolicy: jetstream.ReplayInstantPolicy,
+	}}
+	if s.mode == LastPerSubject {
+		// A plain consumer: an ordered one recreates itself after a gap
+		// from the next stream sequence, which goes on with messages that
+		// are not the last of their subject.
+		p.cfg.DeliverPolicy = jetstream.DeliverLastPerSubjectPolicy
+		return p, nil
+	}
+	p.from = make([]uint64, len(s.fs))
+	for i, f := range s.fs {
+		seq, end, err := s.latestSnapshotStart(ctx, f)
+		if err != nil {
+			return plan{}, err
+		}
+		p.from[i] = seq
+		if seq > 0 {
+			seed, err := s.unpublished(ctx, f, end, seq)
+			if err != nil {
+				return plan{}, err
+			}
+			p.seed = append(p.seed, seed...)
+		}
+	}
+	slices.SortFunc(p.seed, func(a, b *jetstream.RawStreamMsg) int { return cmp.Compare(a.Sequence, b.Sequence) })
+	if start := slices.Min(p.from); start > 0 {
+		p.cfg.DeliverPolicy, p.cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
+	} else {
+		p.cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+	}
+	return p, nil
+}
+
+// latestSnapshotStart is the sequence of the begin marker of the type's
+// latest complete snapshot, and that snapshot's end marker: the last
+// message on <type>._snapshot.end names it, and it is among the begin
+// markers kept. It is 0 when there is none, or when that end marker was
+// written by a deposed leader.
+func (s *State) latestSnapshotStart(ctx context.Context, f filter) (uint64, *jetstream.RawStreamMsg, error) {
+	stream, err := s.c.js.Stream(ctx, s.c.stream)
+	if err != nil {
+		return 0, nil, fmt.Errorf("consume: stream %s: %w", s.c.stream, err)
+	}
+	markers := f.typeSubject(s.c.subjects) + "." + encode.SnapshotToken
+	end, err := stream.GetLastMsgForSubject(ctx, markers+".end")
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("consume: last end marker of %s: %w", f.ref, err)
+	}
+	term, err := encode.TermOf(end.Header)
+	if err != nil {
+		return 0, nil, nil
+	}
+	s.a.mu.Lock()
+	fenced := term < s.a.terms.current(end.Sequence)
+	s.a.mu.Unlock()
+	if fenced {
+		return 0, nil, nil
+	}
+	id := end.Header.Get("ce-" + encode.ExtSnapshotID)
+	var begin uint64
+	err = scanSubject(ctx, s.c.js, s.c.stream, markers+".begin", func(seq uint64, h nats.Header) error {
+		if seq < end.Sequence && h.Get("ce-"+encode.ExtSnapshotID) == id {
+			begin = seq
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("consume: begin markers of %s: %w", f.ref, err)
+	}
+	return begin, end, nil
+}
+
+// unpublished returns the last messages, stored before the begin marker at
+// seq, of the objects the end marker lists as unpublished.
+func (s *State) unpublished(ctx context.Context, f filter, end *jetstream.RawStreamMsg, begin uint64) ([]*jetstream.RawStreamMsg, error) {
+	ev, err := s.c.dec.decode(end.Sequence, &nats.Msg{Subject: end.Subject, Header: end.Header})
+	if err != nil || len(ev.Unpublished) == 0 {
+		// An undecodable end marker is reported when the replay reads it.
+		return nil, nil
+	}
+	stream, err := s.c.js.Stream(ctx, s.c.stream)
+	if err != nil {
+		return nil, fmt.Errorf("consume: stream %s: %w", s.c.stream, err)
+	}
+	r := &informers.Resource{GVR: ev.Resource}
+	var out []*jetstream.RawStreamMsg
+	for _, key := range ev.Unpublished {
+		ns, name, namespaced := strings.Cut(key, "/")
+		if !namespaced {
+			ns, name = "", key
+		}
+		if f.Namespace != "" && f.Namespace != ns || f.Name != "" && f.Name != name {
+			continue
+		}
+		m, err := stream.GetLastMsgForSubject(ctx, s.c.subjects.Object(r, ns, name))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("consume: last message of unpublished %s %s: %w", f.ref, key, err)
+		}
+		if m.Sequence < begin {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}

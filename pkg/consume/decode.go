@@ -1,0 +1,269 @@
+package consume
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cloudevents/sdk-go/v2/types"
+	"github.com/nats-io/nats.go"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubebridge/kubebridge/pkg/encode"
+)
+
+// ErrUndecodable is wrapped by every DecodeError.
+var ErrUndecodable = errors.New("consume: undecodable event")
+
+// DecodeError is a message that is not an event of the contract: not a
+// CloudEvent, an unknown type, a subject of the wrong shape, an extension
+// or object that does not parse, or an object that contradicts its
+// subject or extensions.
+type DecodeError struct {
+	Seq     uint64
+	Subject string
+	Err     error
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("consume: seq %d %s: %v", e.Seq, e.Subject, e.Err)
+}
+
+func (e *DecodeError) Unwrap() []error { return []error{ErrUndecodable, e.Err} }
+
+// decoder turns stream messages into Events. It is safe for concurrent use.
+type decoder struct {
+	subjects encode.Subjects
+	scheme   *runtime.Scheme
+	codec    runtime.Decoder
+}
+
+func newDecoder(subjects encode.Subjects, scheme *runtime.Scheme) *decoder {
+	// The universal deserializer neither converts nor defaults: the object
+	// is what the bridge published, in its own version.
+	return &decoder{subjects: subjects, scheme: scheme, codec: serializer.NewCodecFactory(scheme).UniversalDeserializer()}
+}
+
+func (d *decoder) decode(seq uint64, msg *nats.Msg) (*Event, error) {
+	ev, err := d.decodeEvent(seq, msg)
+	if err != nil {
+		return nil, &DecodeError{Seq: seq, Subject: msg.Subject, Err: err}
+	}
+	return ev, nil
+}
+
+func (d *decoder) decodeEvent(seq uint64, msg *nats.Msg) (*Event, error) {
+	ce, err := encode.Decode(msg)
+	if err != nil {
+		return nil, err
+	}
+	verb, ok := verbByType[ce.Type()]
+	if !ok {
+		return nil, fmt.Errorf("unknown event type %q", ce.Type())
+	}
+	ev := &Event{CloudEvent: *ce, Seq: seq, Subject: msg.Subject, Verb: verb}
+	if verb == Term {
+		if msg.Subject != d.subjects.Term() {
+			return nil, fmt.Errorf("term marker on %s, not on %s", msg.Subject, d.subjects.Term())
+		}
+		return ev, nil
+	}
+	if ev.Term, err = encode.TermOf(msg.Header); err != nil {
+		return nil, err
+	}
+	if err := d.parseSubject(ev); err != nil {
+		return nil, err
+	}
+	ext := stringExts(ev)
+	ev.SnapshotID = ext(encode.ExtSnapshotID)
+	if verb.IsMarker() {
+		if ev.SnapshotID == "" {
+			return nil, fmt.Errorf("%s marker without %s", verb, encode.ExtSnapshotID)
+		}
+		if verb == SnapshotEnd {
+			return ev, d.parseEnd(ev, ext)
+		}
+		return ev, nil
+	}
+	if verb == SnapshotItem && ev.SnapshotID == "" {
+		return nil, fmt.Errorf("snapshot item without %s", encode.ExtSnapshotID)
+	}
+	if err := parseFlags(ev); err != nil {
+		return nil, err
+	}
+	return ev, d.decodeObjects(ev, ext)
+}
+
+// stringExts reads string extensions: sdk-go decodes every header
+// extension as a string.
+func stringExts(ev *Event) func(string) string {
+	exts := ev.CloudEvent.Extensions()
+	return func(name string) string {
+		s, _ := exts[name].(string)
+		return s
+	}
+}
+
+// parseSubject fills in the type, namespace and name from the subject,
+// whose shape must fit the verb.
+func (d *decoder) parseSubject(ev *Event) error {
+	if ev.Verb.IsMarker() {
+		rest, ok := strings.CutPrefix(ev.Subject, d.subjects.Prefix+"."+d.subjects.Cluster+".")
+		toks := strings.Split(rest, ".")
+		end := "begin"
+		if ev.Verb == SnapshotEnd {
+			end = "end"
+		}
+		if !ok || len(toks) != 5 || toks[3] != encode.SnapshotToken || toks[4] != end {
+			return fmt.Errorf("%s marker on %s, which is not a %s marker subject", ev.Verb, ev.Subject, end)
+		}
+		gvr, err := parseGVR(toks[0], toks[1], toks[2])
+		ev.Resource = gvr
+		return err
+	}
+	ref, err := d.subjects.ParseObject(ev.Subject)
+	if err != nil {
+		return err
+	}
+	ev.Resource = schema.GroupVersionResource{Group: ref.Group, Version: ref.Version, Resource: ref.Resource}
+	ev.Namespace, ev.Name = ref.Namespace, ref.Name
+	return nil
+}
+
+func parseGVR(group, version, resource string) (schema.GroupVersionResource, error) {
+	var gvr schema.GroupVersionResource
+	var err error
+	if group != encode.CoreGroupToken {
+		if gvr.Group, err = encode.UnescapeToken(group); err != nil {
+			return gvr, err
+		}
+	}
+	if gvr.Version, err = encode.UnescapeToken(version); err != nil {
+		return gvr, err
+	}
+	gvr.Resource, err = encode.UnescapeToken(resource)
+	return gvr, err
+}
+
+// parseEnd reads an end marker's count and the objects it did not publish.
+func (d *decoder) parseEnd(ev *Event, ext func(string) string) error {
+	if v, ok := ev.CloudEvent.Extensions()[encode.ExtSnapshotCount]; ok {
+		n, err := types.ToInteger(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s %v is not a count", encode.ExtSnapshotCount, v)
+		}
+		ev.SnapshotCount = int(n)
+	}
+	for _, suffix := range strings.Fields(ext(encode.ExtUnpublished)) {
+		nsTok, nameTok, ok := strings.Cut(suffix, ".")
+		if !ok || strings.Contains(nameTok, ".") {
+			return fmt.Errorf("%s entry %q is not <namespace>.<name>", encode.ExtUnpublished, suffix)
+		}
+		name, err := encode.UnescapeToken(nameTok)
+		if err != nil {
+			return err
+		}
+		if nsTok == encode.ClusterScopeToken {
+			ev.Unpublished = append(ev.Unpublished, name)
+			continue
+		}
+		ns, err := encode.UnescapeToken(nsTok)
+		if err != nil {
+			return err
+		}
+		ev.Unpublished = append(ev.Unpublished, ns+"/"+name)
+	}
+	return nil
+}
+
+// parseFlags reads the boolean and counting extensions of an object event.
+func parseFlags(ev *Event) error {
+	exts := ev.CloudEvent.Extensions()
+	for name, dst := range map[string]*bool{encode.ExtFinalStateUnknown: &ev.FinalStateUnknown, encode.ExtTruncated: &ev.Truncated} {
+		if v, ok := exts[name]; ok {
+			b, err := types.ToBool(v)
+			if err != nil {
+				return fmt.Errorf("%s %v: %w", name, v, err)
+			}
+			*dst = b
+		}
+	}
+	v, ok := exts[encode.ExtCoalesced]
+	if !ok {
+		return nil
+	}
+	n, err := types.ToInteger(v)
+	if err != nil {
+		return fmt.Errorf("%s %v: %w", encode.ExtCoalesced, v, err)
+	}
+	// Merged live changes are two or more; an item supersedes one or more.
+	least := int32(2)
+	if ev.Verb == SnapshotItem {
+		least = 1
+	}
+	if n < least {
+		return fmt.Errorf("%s %d on %s: must be at least %d when present", encode.ExtCoalesced, n, ev.Verb, least)
+	}
+	ev.Coalesced = int(n)
+	return nil
+}
+
+// decodeObjects decodes the data into typed or unstructured objects and
+// checks them against the subject and the extensions.
+func (d *decoder) decodeObjects(ev *Event, ext func(string) string) error {
+	var data encode.Data
+	if err := json.Unmarshal(ev.CloudEvent.Data(), &data); err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	if len(data.Object) == 0 {
+		return fmt.Errorf("%s event without an object", ev.Verb)
+	}
+	gvk := schema.FromAPIVersionAndKind(ext(encode.ExtAPIVersion), ext(encode.ExtKind))
+	var err error
+	if ev.Object, err = d.decodeObject(data.Object, gvk); err != nil {
+		return fmt.Errorf("object: %w", err)
+	}
+	if len(data.OldObject) > 0 {
+		if ev.OldObject, err = d.decodeObject(data.OldObject, gvk); err != nil {
+			return fmt.Errorf("oldObject: %w", err)
+		}
+	}
+	m, err := meta.Accessor(ev.Object)
+	if err != nil {
+		return fmt.Errorf("object: %w", err)
+	}
+	if m.GetNamespace() != ev.Namespace || m.GetName() != ev.Name {
+		return fmt.Errorf("object %s/%s on the subject of %s", m.GetNamespace(), m.GetName(), ev.Key())
+	}
+	ev.UID, ev.ResourceVersion = m.GetUID(), m.GetResourceVersion()
+	if ev.UID == "" {
+		return errors.New("object without a uid")
+	}
+	if u := ext(encode.ExtUID); u != "" && k8stypes.UID(u) != ev.UID {
+		return fmt.Errorf("%s %s but the object's uid is %s", encode.ExtUID, u, ev.UID)
+	}
+	if rv := ext(encode.ExtResourceVersion); rv != "" && rv != ev.ResourceVersion {
+		return fmt.Errorf("%s %s but the object's resourceVersion is %s", encode.ExtResourceVersion, rv, ev.ResourceVersion)
+	}
+	return nil
+}
+
+// decodeObject decodes one object: into its Go type when the scheme knows
+// the kind, else into an Unstructured.
+func (d *decoder) decodeObject(raw json.RawMessage, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	if !gvk.Empty() && d.scheme.Recognizes(gvk) {
+		obj, _, err := d.codec.Decode(raw, &gvk, nil)
+		return obj, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return nil, err
+	}
+	return u, nil
+}

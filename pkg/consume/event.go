@@ -1,0 +1,106 @@
+package consume
+
+import (
+	"github.com/cloudevents/sdk-go/v2/event"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubebridge/kubebridge/pkg/encode"
+)
+
+// Verb says what an event reports; it is the last part of its CloudEvents
+// type.
+type Verb string
+
+// The verbs of the CloudEvents types the bridge publishes.
+const (
+	Added         Verb = "added"          // io.kubebridge.object.added
+	Updated       Verb = "updated"        // io.kubebridge.object.updated
+	Deleted       Verb = "deleted"        // io.kubebridge.object.deleted
+	SnapshotBegin Verb = "snapshot.begin" // io.kubebridge.snapshot.begin
+	SnapshotItem  Verb = "snapshot.item"  // io.kubebridge.snapshot.item
+	SnapshotEnd   Verb = "snapshot.end"   // io.kubebridge.snapshot.end
+	// Term is a term marker (io.kubebridge.term): a bridge began to lead.
+	// Its stream sequence is the term its events carry. Events never
+	// yields it; an Applier needs it for the term rule.
+	Term Verb = "term"
+)
+
+var verbByType = map[string]Verb{
+	encode.TypeAdded:         Added,
+	encode.TypeUpdated:       Updated,
+	encode.TypeDeleted:       Deleted,
+	encode.TypeSnapshotBegin: SnapshotBegin,
+	encode.TypeSnapshotItem:  SnapshotItem,
+	encode.TypeSnapshotEnd:   SnapshotEnd,
+	encode.TypeTerm:          Term,
+}
+
+// IsMarker reports whether v frames a snapshot.
+func (v Verb) IsMarker() bool { return v == SnapshotBegin || v == SnapshotEnd }
+
+// IsObject reports whether v carries an object.
+func (v Verb) IsObject() bool {
+	return v == Added || v == Updated || v == Deleted || v == SnapshotItem
+}
+
+// Event is one decoded message of a kubebridge stream.
+type Event struct {
+	// CloudEvent holds the attributes and extensions as sdk-go decodes
+	// them (extensions arrive as strings) and the raw data.
+	CloudEvent event.Event
+	// Seq is the message's stream sequence.
+	Seq uint64
+	// Subject is the NATS subject.
+	Subject string
+	Verb    Verb
+
+	// Resource is the type, from the subject (empty on term markers).
+	Resource schema.GroupVersionResource
+	// Namespace and Name of the object ("" namespace: cluster-scoped);
+	// empty on markers.
+	Namespace, Name string
+	// UID and ResourceVersion of the object; empty on markers.
+	UID             types.UID
+	ResourceVersion string
+	// Object is the object (Added, Updated, SnapshotItem) or its last
+	// known state (Deleted), decoded into its client-go type when the
+	// scheme knows its kind (*corev1.ConfigMap, …), else into
+	// *unstructured.Unstructured. Nil on markers.
+	Object runtime.Object
+	// OldObject is the state before an update; nil otherwise.
+	OldObject runtime.Object
+
+	// Term is the term the event was written in: the stream sequence of
+	// its bridge's term marker, 0 when the bridge predates terms.
+	Term uint64
+	// SnapshotID names the snapshot of an item or marker.
+	SnapshotID string
+	// SnapshotCount is the number of items an end marker says were
+	// published.
+	SnapshotCount int
+	// Unpublished, on an end marker, lists the cache keys (namespace/name,
+	// or name) of objects that exist but have no item: never sweep them.
+	Unpublished []string
+	// FinalStateUnknown is set on a delete inferred from a relist or a
+	// restart: Object may be older than the state the object was deleted
+	// in.
+	FinalStateUnknown bool
+	// Truncated is set when the object was too large to publish: Object
+	// and OldObject hold only apiVersion, kind and identifying metadata.
+	Truncated bool
+	// Coalesced is the number of changes the event stands for when
+	// changes waited and were merged (2 or more on added, updated and
+	// deleted; on an item, the live changes it superseded), else 0.
+	Coalesced int
+}
+
+// Key is the object's cache key, namespace/name or name, as client-go's
+// MetaNamespaceKeyFunc makes it.
+func (e *Event) Key() string {
+	if e.Namespace == "" {
+		return e.Name
+	}
+	return e.Namespace + "/" + e.Name
+}

@@ -1,0 +1,194 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/klog/v2"
+)
+
+// errConsumerLost is returned by a reader that may not recreate its
+// consumer (during a bootstrap, which must start over instead).
+var errConsumerLost = errors.New("consume: the consumer is gone")
+
+// reader delivers the messages of one plain pull consumer in stream order.
+// An ephemeral consumer the server lost (a restart of a server with memory
+// storage, an inactivity timeout while disconnected) is recreated from the
+// sequence after the last message delivered, when resume is set; a
+// durable one from the sequence after the last acknowledged.
+type reader struct {
+	js     jetstream.JetStream
+	stream string
+	cfg    jetstream.ConsumerConfig
+	resume bool
+
+	cons jetstream.Consumer
+	it   jetstream.MessagesContext
+	// lastSeq is the stream sequence of the last message delivered, acked
+	// that of the last one acknowledged (durable consumers).
+	lastSeq, acked uint64
+	// Where the stream stood when the consumer was created: its last
+	// sequence, and the messages the consumer had pending.
+	streamLastSeq, pendingAtStart uint64
+}
+
+// inactiveThreshold is how long the server keeps an ephemeral consumer
+// nobody pulls from; a reader recreates it after that.
+const inactiveThreshold = time.Minute
+
+func (r *reader) durable() bool { return r.cfg.Durable != "" }
+
+// open creates the consumer and starts pulling.
+func (r *reader) open(ctx context.Context) error {
+	s, err := r.js.Stream(ctx, r.stream)
+	if err != nil {
+		return fmt.Errorf("consume: stream %s: %w", r.stream, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("consume: stream %s: %w", r.stream, err)
+	}
+	r.streamLastSeq = info.State.LastSeq
+	if r.durable() {
+		r.cons, err = s.CreateOrUpdateConsumer(ctx, r.cfg)
+	} else {
+		cfg := r.cfg
+		cfg.InactiveThreshold = inactiveThreshold
+		r.cons, err = s.CreateConsumer(ctx, cfg)
+	}
+	if err != nil {
+		return fmt.Errorf("consume: create a consumer on %s: %w", r.stream, err)
+	}
+	r.pendingAtStart = r.cons.CachedInfo().NumPending
+	if r.it, err = r.cons.Messages(jetstream.WithMessagesErrOnMissingHeartbeat(true)); err != nil {
+		return fmt.Errorf("consume: pull from %s: %w", r.stream, err)
+	}
+	return nil
+}
+
+// msg is one delivered message with its metadata.
+type msg struct {
+	jetstream.Msg
+	meta *jetstream.MsgMetadata
+}
+
+func (m msg) natsMsg() *nats.Msg {
+	return &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
+}
+
+// next returns the next message. With wait > 0 it returns a zero msg and
+// no error when none came within wait.
+func (r *reader) next(ctx context.Context, wait time.Duration) (msg, error) {
+	for {
+		nctx, cancel := ctx, context.CancelFunc(func() {})
+		if wait > 0 {
+			nctx, cancel = context.WithTimeout(ctx, wait)
+		}
+		m, err := r.it.Next(jetstream.NextContext(nctx))
+		cancel()
+		if err == nil {
+			meta, err := m.Metadata()
+			if err != nil {
+				return msg{}, fmt.Errorf("consume: %w", err)
+			}
+			seq := meta.Sequence.Stream
+			// Everything here rests on stream order; only a durable
+			// consumer delivers an earlier message again (a redelivery).
+			if seq <= r.lastSeq && !r.durable() {
+				return msg{}, fmt.Errorf("consume: %s delivered seq %d after %d", r.stream, seq, r.lastSeq)
+			}
+			r.lastSeq = max(r.lastSeq, seq)
+			return msg{Msg: m, meta: meta}, nil
+		}
+		if ctx.Err() != nil {
+			return msg{}, ctx.Err()
+		}
+		if wait > 0 && errors.Is(err, context.DeadlineExceeded) {
+			return msg{}, nil
+		}
+		if errors.Is(err, jetstream.ErrNoHeartbeat) {
+			// The server went quiet: the consumer may be gone with it.
+			if _, ierr := r.cons.Info(ctx); ierr == nil || !errors.Is(ierr, jetstream.ErrConsumerNotFound) {
+				continue
+			}
+			err = jetstream.ErrConsumerDeleted
+		}
+		if !errors.Is(err, jetstream.ErrConsumerDeleted) {
+			return msg{}, fmt.Errorf("consume: pull from %s: %w", r.stream, err)
+		}
+		if !r.resume && !r.durable() {
+			return msg{}, fmt.Errorf("%w: %v", errConsumerLost, err)
+		}
+		if err := r.recreate(ctx); err != nil {
+			return msg{}, err
+		}
+	}
+}
+
+// recreate replaces a lost consumer by one that goes on where it was.
+func (r *reader) recreate(ctx context.Context) error {
+	from := r.lastSeq
+	if r.durable() {
+		from = r.acked
+	}
+	if from > 0 {
+		r.cfg.DeliverPolicy, r.cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from+1
+	}
+	klog.FromContext(ctx).Info("Consumer lost; creating it again", "stream", r.stream, "fromSeq", from+1, "durable", r.cfg.Durable)
+	r.it.Stop()
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		err := r.open(ctx)
+		if err == nil {
+			return nil
+		}
+		klog.FromContext(ctx).V(2).Info("Cannot create the consumer yet", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// handBack gives the messages pulled but not handled back to a durable
+// consumer, to be delivered again at once rather than after its AckWait.
+func (r *reader) handBack() {
+	r.it.Drain()
+	for {
+		m, err := r.it.Next(jetstream.NextMaxWait(time.Second))
+		if err != nil {
+			return
+		}
+		_ = m.Nak()
+	}
+}
+
+// caughtUp reports whether the consumer has nothing left to deliver. Call
+// it only after next waited in vain, so that nothing is buffered.
+func (r *reader) caughtUp(ctx context.Context) (bool, error) {
+	info, err := r.cons.Info(ctx)
+	if err != nil {
+		return false, fmt.Errorf("consume: consumer info: %w", err)
+	}
+	// A durable consumer also owes the messages handed back.
+	return info.NumPending == 0 && info.NumAckPending == 0, nil
+}
+
+// close stops pulling and deletes an ephemeral consumer.
+func (r *reader) close(ctx context.Context) {
+	if r.it == nil {
+		return
+	}
+	if r.durable() {
+		r.handBack()
+		return
+	}
+	r.it.Stop()
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = r.js.DeleteConsumer(dctx, r.stream, r.cons.CachedInfo().Name)
+}

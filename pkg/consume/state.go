@@ -1,0 +1,221 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// ErrStopped is returned by WaitForSync when Run ended before the
+// bootstrap was complete.
+var ErrStopped = errors.New("consume: the state stopped before it synced")
+
+// State is the live state of one or more types, rebuilt from the stream
+// and kept current: one client-go indexer per type, event handlers as a
+// shared informer has them, and the contract checks of an Applier.
+//
+//	st, _ := client.NewState([]consume.Filter{{Resource: "configmaps"}})
+//	go st.Run(ctx)
+//	if err := st.WaitForSync(ctx); err != nil { … }
+//	cms := listersv1.NewConfigMapLister(st.Indexer("configmaps"))
+//
+// Run bootstraps (see BootstrapMode) and then applies every new message
+// as it is stored, from the sequence after the bootstrap's, on one
+// ephemeral pull consumer (recreated from the next sequence if the server
+// loses it).
+type State struct {
+	c    *Client
+	fs   []filter
+	mode BootstrapMode
+	a    *Applier
+
+	ran    atomic.Bool
+	synced chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	err    error
+}
+
+// NewState returns a State of the filters' types. Each filter names a
+// distinct type; one with a namespace or a name restricts the state to
+// those objects.
+func (c *Client) NewState(filters []Filter, opts ...StateOption) (*State, error) {
+	fs, err := parseFilters(filters)
+	if err != nil {
+		return nil, err
+	}
+	o, err := newStateOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	a, err := newApplier(c.dec, fs, o)
+	if err != nil {
+		return nil, err
+	}
+	return &State{c: c, fs: fs, mode: o.bootstrap, a: a, synced: make(chan struct{}), done: make(chan struct{})}, nil
+}
+
+// Indexer returns the indexer of the type named as in its Filter (nil for
+// any other). It holds the typed objects; wrap it in a client-go lister.
+func (s *State) Indexer(resource string) cache.Indexer { return s.a.Indexer(resource) }
+
+// AddEventHandler adds a handler for the type named as in its Filter.
+// Once synced, it first gets OnAdd(obj, true) for every object held; then
+// every change: OnAdd(obj, false), OnUpdate(old, new), and OnDelete with
+// the last known object, or a cache.DeletedFinalStateUnknown when the
+// delete was inferred (finalstateunknown, a sweep, a name that now holds
+// another uid). Handlers run on Run's goroutine and hold it up.
+func (s *State) AddEventHandler(resource string, h cache.ResourceEventHandler) error {
+	return s.a.AddEventHandler(resource, h)
+}
+
+// HasSynced reports whether the bootstrap is complete.
+func (s *State) HasSynced() bool {
+	select {
+	case <-s.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// WaitForSync waits until the bootstrap is complete. It returns ctx's
+// error, or ErrStopped (with Run's error) when Run ended first.
+func (s *State) WaitForSync(ctx context.Context) error {
+	select {
+	case <-s.synced:
+		return nil
+	case <-s.done:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return fmt.Errorf("%w: %w", ErrStopped, s.err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stats returns the Applier's counters.
+func (s *State) Stats() Stats { return s.a.Stats() }
+
+// Run bootstraps the state and keeps it current until ctx ends (then it
+// returns nil) or something stops it: the stream is missing, a filter
+// meets two versions of its type, a violation with StopOnViolation. It
+// may be called once.
+func (s *State) Run(ctx context.Context) error {
+	if !s.ran.CompareAndSwap(false, true) {
+		return errors.New("consume: State.Run called twice")
+	}
+	err := s.run(ctx)
+	if ctx.Err() != nil {
+		err = nil
+	}
+	s.mu.Lock()
+	s.err = err
+	s.mu.Unlock()
+	close(s.done)
+	return err
+}
+
+func (s *State) run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		err := s.bootstrapAndFollow(ctx)
+		if !errors.Is(err, errConsumerLost) || s.HasSynced() {
+			return err
+		}
+		// The bootstrap cannot go on where it stopped: the last message
+		// per subject is a view of one moment. Start it over.
+		logger.Info("Consumer lost during the bootstrap; starting over", "mode", s.mode, "err", err)
+		s.a.reset()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (s *State) bootstrapAndFollow(ctx context.Context) error {
+	markers, err := readTerms(ctx, s.c.js, s.c.stream, s.c.subjects)
+	if err != nil {
+		return err
+	}
+	s.a.AddTerms(markers...)
+	b, err := s.plan(ctx)
+	if err != nil {
+		return err
+	}
+	r := &reader{js: s.c.js, stream: s.c.stream, cfg: b.cfg, resume: s.HasSynced()}
+	if err := r.open(ctx); err != nil {
+		return err
+	}
+	defer r.close(ctx)
+	klog.FromContext(ctx).V(2).Info("Bootstrapping", "mode", s.mode, "filters", b.cfg.FilterSubjects, "pending", r.pendingAtStart, "streamLastSeq", r.streamLastSeq)
+	for _, m := range b.seed {
+		if err := s.a.ApplyMsg(m.Sequence, &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data}); err != nil {
+			return err
+		}
+	}
+	if r.pendingAtStart == 0 {
+		s.sync(r)
+	}
+	for {
+		wait := time.Duration(0)
+		if !s.HasSynced() {
+			wait = fetchWait
+		}
+		m, err := r.next(ctx, wait)
+		if err != nil {
+			return err
+		}
+		if m.Msg == nil {
+			// Nothing came: what was pending may have been removed
+			// (expired, rolled up) before it was delivered.
+			if caught, err := r.caughtUp(ctx); err != nil {
+				return err
+			} else if caught {
+				s.sync(r)
+			}
+			continue
+		}
+		if err := s.apply(b, m); err != nil {
+			return err
+		}
+		if !s.HasSynced() && (m.meta.NumPending == 0 || m.meta.Sequence.Stream >= r.streamLastSeq) {
+			s.sync(r)
+		}
+	}
+}
+
+// apply decodes and applies one message, unless the bootstrap plan skips
+// it.
+func (s *State) apply(b plan, m msg) error {
+	seq := m.meta.Sequence.Stream
+	ev, err := s.c.dec.decode(seq, m.natsMsg())
+	if err != nil {
+		return s.a.undecodable(seq, m.Subject(), err)
+	}
+	if b.skip(ev) {
+		s.a.skipped(seq)
+		return nil
+	}
+	return s.a.Apply(ev)
+}
+
+// sync ends the bootstrap: handlers get the initial list, and a lost
+// consumer is recreated from the next sequence from now on.
+func (s *State) sync(r *reader) {
+	if s.HasSynced() {
+		return
+	}
+	r.resume = true
+	s.a.EndInitialList()
+	close(s.synced)
+}

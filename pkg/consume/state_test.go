@@ -1,0 +1,189 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/klog/v2/ktesting"
+)
+
+// history stores a stream that needs every rule to read right:
+//
+//   - c was deleted while no bridge published, and its delete was never
+//     written: only the sweep of s2 removes it;
+//   - d exists but s2 could not publish its item: s2's end lists it as
+//     unpublished, and it must stay;
+//   - term b began before s2; the deposed leader of term a still stored
+//     an add of "late" (an object term b never saw) and an update of f
+//     (term b wrote f later): both must be ignored.
+func history(f *fab) {
+	t1 := f.term("a")
+	objs := []struct{ name, uid, rv string }{{"a", "u1", "10"}, {"b", "u2", "11"}, {"c", "u3", "12"}, {"d", "u4", "13"}, {"f", "u7", "15"}}
+	for _, o := range objs {
+		f.added(cm("ns", o.name, o.uid, o.rv))
+	}
+	f.begin("s1")
+	for _, o := range objs {
+		f.item("s1", cm("ns", o.name, o.uid, o.rv))
+	}
+	f.end("s1", len(objs))
+	f.updated(cm("ns", "a", "u1", "14"), cm("ns", "a", "u1", "10"))
+	f.term("b")
+	f.begin("s2")
+	f.item("s2", cm("ns", "a", "u1", "14"))
+	f.inTerm(t1, func() {
+		f.added(cm("ns", "late", "u5", "20"))
+		f.updated(cm("ns", "f", "u7", "21"), cm("ns", "f", "u7", "15"))
+	})
+	f.item("s2", cm("ns", "b", "u2", "11"))
+	f.item("s2", cm("ns", "f", "u7", "21"))
+	f.end("s2", 3, "ns/d")
+	f.added(cm("ns", "e", "u6", "22"))
+}
+
+var historyState = []string{"ns/a@14", "ns/b@11", "ns/d@13", "ns/e@22", "ns/f@21"}
+
+// runState starts st and waits until it has synced.
+func runState(t *testing.T, st *State) (stop func()) {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- st.Run(ctx) }()
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := st.WaitForSync(wctx); err != nil {
+		cancel()
+		t.Fatalf("WaitForSync: %v", err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// waitSeq waits until st has handled stream sequence seq.
+func waitSeq(t *testing.T, st *State, seq uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); st.Stats().LastSeq < seq; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the state handled up to seq %d, not %d", st.Stats().LastSeq, seq)
+		}
+	}
+}
+
+func TestStateBootstrapsOnJetStream(t *testing.T) {
+	for _, mode := range []BootstrapMode{LastPerSubject, FullReplay} {
+		t.Run(mode.String(), func(t *testing.T) {
+			_, js, s := startJetStream(t)
+			f := newFab(t, s)
+			history(f)
+			var vs []Violation
+			var fenced []string
+			st, err := testClient(t, js).NewState([]Filter{{Resource: "configmaps"}}, Bootstrap(mode),
+				WithHooks(Hooks{OnViolation: func(v Violation) { vs = append(vs, v) }, OnFenced: func(ev *Event) { fenced = append(fenced, describe(ev.Object)) }}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &recorder{}
+			if err := st.AddEventHandler("configmaps", rec); err != nil {
+				t.Fatal(err)
+			}
+			runState(t, st)
+			if got := held(st.Indexer("configmaps")); !slices.Equal(got, historyState) {
+				t.Errorf("after the bootstrap: %v, want %v", got, historyState)
+			}
+			if len(rec.calls) != len(historyState) {
+				t.Errorf("initial list: %q", rec.calls)
+			}
+			if !slices.Contains(fenced, "ns/late@20") {
+				t.Errorf("fenced %v: the deposed leader's add of late is not among them", fenced)
+			}
+			if st.Stats().Breaches() != 0 {
+				t.Errorf("violations: %v", vs)
+			}
+
+			// Live: the state follows, and handlers see each change.
+			rec.calls = nil
+			f.updated(cm("ns", "e", "u6", "23"), cm("ns", "e", "u6", "22"))
+			f.deleted(cm("ns", "b", "u2", "24"))
+			waitSeq(t, st, f.seqs[len(f.seqs)-1])
+			want := []string{"update ns/e@22 -> ns/e@23", "delete ns/b@24"}
+			if !slices.Equal(rec.calls, want) {
+				t.Errorf("live handler calls %q, want %q", rec.calls, want)
+			}
+		})
+	}
+}
+
+// An end marker whose begin was compacted away is skipped and reported,
+// not fatal, even with StopOnViolation; the replay goes on.
+func TestFullReplayEndWithoutKeptBegin(t *testing.T) {
+	_, js, s := startJetStream(t)
+	f := newFab(t, s)
+	f.term("a")
+	f.added(cm("ns", "a", "u1", "10"))
+	begin := f.begin("s1")
+	f.item("s1", cm("ns", "a", "u1", "10"))
+	f.end("s1", 1)
+	f.added(cm("ns", "b", "u2", "11"))
+	ctx := context.Background()
+	stream, err := js.Stream(ctx, s.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.DeleteMsg(ctx, begin); err != nil {
+		t.Fatal(err)
+	}
+	var vs []Violation
+	st, err := testClient(t, js).NewState([]Filter{{Resource: "configmaps"}}, Bootstrap(FullReplay), StopOnViolation(),
+		WithHooks(Hooks{OnViolation: func(v Violation) { vs = append(vs, v) }}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runState(t, st)
+	if got := held(st.Indexer("configmaps")); !slices.Equal(got, []string{"ns/a@10", "ns/b@11"}) {
+		t.Errorf("held %v", got)
+	}
+	if len(vs) != 1 || vs[0].Kind != EndSkipped {
+		t.Errorf("violations %v, want one %s", vs, EndSkipped)
+	}
+}
+
+// A stream that does not exist ends Run, and WaitForSync says so.
+func TestStateWithoutStream(t *testing.T) {
+	_, js, _ := startJetStream(t)
+	c, err := New(js, WithStream("MISSING"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.NewState([]Filter{{Resource: "configmaps"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	runErr := st.Run(ctx)
+	if !errors.Is(runErr, jetstream.ErrStreamNotFound) {
+		t.Errorf("Run: %v", runErr)
+	}
+	if err := st.WaitForSync(ctx); !errors.Is(err, ErrStopped) || !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("WaitForSync: %v", err)
+	}
+	for _, twice := range [][]Filter{{{Resource: "configmaps"}, {Resource: "configmaps.v1"}}, {{Resource: "configmaps"}, {Resource: "configmaps", Namespace: "x"}}} {
+		if _, err := c.NewState(twice); !errors.Is(err, ErrBadFilter) {
+			t.Errorf("%v: %v", twice, err)
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kubebridge/kubebridge/pkg/encode"
+)
+
+// terms applies the term rule: in stream order, an event whose term is
+// lower than the highest term already seen (a term marker's sequence, or
+// any event's term) was written by a deposed leader after a newer term
+// began, and is ignored.
+//
+// Markers are kept as a sorted list rather than a running maximum, so the
+// rule also holds for a reader that sees only some messages, such as the
+// last message per subject: a marker counts for an event when it precedes
+// the event in the stream, whether or not it was delivered before it.
+type terms struct {
+	markers []uint64
+	highest uint64 // highest term of an event let through
+}
+
+// addMarker records a term marker at stream sequence seq.
+func (t *terms) addMarker(seq uint64) {
+	if i, found := slices.BinarySearch(t.markers, seq); !found {
+		t.markers = slices.Insert(t.markers, i, seq)
+	}
+}
+
+// current is the highest term known before stream sequence seq.
+func (t *terms) current(seq uint64) uint64 {
+	i, _ := slices.BinarySearch(t.markers, seq)
+	if i > 0 {
+		return max(t.markers[i-1], t.highest)
+	}
+	return t.highest
+}
+
+// fenced applies the rule to an event, and lets its term count for the
+// events after it when it passes.
+func (t *terms) fenced(ev *Event) bool {
+	if ev.Term < t.current(ev.Seq) {
+		return true
+	}
+	t.highest = max(t.highest, ev.Term)
+	return false
+}
+
+// readTerms returns the sequences of the term markers the stream holds.
+func readTerms(ctx context.Context, js jetstream.JetStream, stream string, subjects encode.Subjects) ([]uint64, error) {
+	var out []uint64
+	err := scanSubject(ctx, js, stream, subjects.Term(), func(seq uint64, h nats.Header) error {
+		if h.Get("ce-type") == encode.TypeTerm {
+			out = append(out, seq)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consume: read the term markers: %w", err)
+	}
+	return out, nil
+}
+
+// scanSubject calls fn with the sequence and headers of every message on
+// subject (a few: markers), oldest first, without their data.
+func scanSubject(ctx context.Context, js jetstream.JetStream, stream, subject string, fn func(seq uint64, h nats.Header) error) error {
+	c, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		HeadersOnly:    true,
+	})
+	if err != nil {
+		return err
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return err
+	}
+	for left := info.NumPending; left > 0; {
+		batch, err := c.Fetch(int(min(left, 256)), jetstream.FetchMaxWait(fetchWait))
+		if err != nil {
+			return err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			meta, err := m.Metadata()
+			if err != nil {
+				return err
+			}
+			if err := fn(meta.Sequence.Stream, m.Headers()); err != nil {
+				return err
+			}
+			left = meta.NumPending
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return err
+		}
+		if got == 0 {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// What was pending may have been removed meanwhile (expired).
+			info, err := c.Info(ctx)
+			if err != nil {
+				return err
+			}
+			left = info.NumPending
+		}
+	}
+	return nil
+}
+
+// fetchWait bounds one wait for a message when a reader must notice that
+// nothing more is coming.
+const fetchWait = 500 * time.Millisecond

@@ -1,0 +1,195 @@
+package consume
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/client-go/tools/cache"
+)
+
+// typeState is what an Applier holds for one type: the objects, the open
+// snapshot, and what the contract checks remember per uid.
+type typeState struct {
+	f        filter
+	indexer  cache.Indexer
+	handlers []cache.ResourceEventHandler
+	// version is the version of the first event applied.
+	version string
+
+	uids map[types.UID]*uidRecord
+
+	// open is the snapshot whose begin was applied last and whose end was
+	// not, begunAt its sequence; seen holds the keys of every object event
+	// since. begun is set once any begin was applied.
+	open    string
+	begunAt uint64
+	seen    map[string]struct{}
+	begun   bool
+	lastEnd string
+}
+
+// uidRecord is what the checks remember of one object (a uid): the last
+// resourceVersion applied, hashes of the event ids applied at it, and
+// whether it was deleted. Records of objects no longer held are dropped at
+// the first snapshot end after them, so memory follows the objects held.
+type uidRecord struct {
+	rv      string
+	seq     uint64
+	ids     []uint64
+	deleted bool
+	held    bool
+}
+
+func newTypeState(f filter, indexer cache.Indexer) *typeState {
+	return &typeState{f: f, indexer: indexer, uids: map[types.UID]*uidRecord{}}
+}
+
+func (t *typeState) begin(ev *Event) *Violation {
+	if ev.SnapshotID == t.open || ev.SnapshotID == t.lastEnd {
+		return &Violation{Kind: DuplicateID, Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID(),
+			Detail: fmt.Sprintf("begin marker of snapshot %s again", ev.SnapshotID)}
+	}
+	// A begin while another snapshot is open: that one never ended (its
+	// bridge stopped in the middle), and ends nothing now.
+	t.open, t.begunAt, t.seen, t.begun = ev.SnapshotID, ev.Seq, map[string]struct{}{}, true
+	return nil
+}
+
+func (t *typeState) end(ev *Event, n notifier) *Violation {
+	if ev.SnapshotID != t.open {
+		v := &Violation{Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID()}
+		switch {
+		case ev.SnapshotID == t.lastEnd:
+			v.Kind, v.Detail = DuplicateID, fmt.Sprintf("end marker of snapshot %s again", ev.SnapshotID)
+		case !t.begun:
+			v.Kind, v.Detail = EndSkipped, fmt.Sprintf("end marker of snapshot %s before any begin marker of its type: reading started after its begin, or the begin was compacted away", ev.SnapshotID)
+		default:
+			v.Kind, v.Detail = EndWithoutBegin, fmt.Sprintf("end marker of snapshot %s, but the open snapshot is %q", ev.SnapshotID, t.open)
+		}
+		return v
+	}
+	keep := make(map[string]struct{}, len(ev.Unpublished))
+	for _, k := range ev.Unpublished {
+		keep[k] = struct{}{}
+	}
+	for _, key := range t.indexer.ListKeys() {
+		if _, ok := t.seen[key]; ok {
+			continue
+		}
+		if _, ok := keep[key]; ok {
+			continue
+		}
+		obj, exists, err := t.indexer.GetByKey(key)
+		if err != nil || !exists {
+			continue
+		}
+		t.remove(obj)
+		n.a.stats.Swept++
+		n.delete(cache.DeletedFinalStateUnknown{Key: key, Obj: obj})
+	}
+	for uid, r := range t.uids {
+		if !r.held && r.seq < t.begunAt {
+			delete(t.uids, uid)
+		}
+	}
+	t.open, t.seen, t.lastEnd = "", nil, ev.SnapshotID
+	n.a.stats.Snapshots++
+	return nil
+}
+
+// object applies an added, updated, deleted or snapshot item event.
+func (t *typeState) object(ev *Event, idHash uint64, n notifier) *Violation {
+	r := t.uids[ev.UID]
+	if r != nil {
+		if v := r.check(ev, idHash); v != nil {
+			return v
+		}
+	} else {
+		r = &uidRecord{}
+		t.uids[ev.UID] = r
+	}
+	r.record(ev, idHash)
+	if t.seen != nil {
+		t.seen[ev.Key()] = struct{}{}
+	}
+	n.a.stats.Applied++
+	old, exists, err := t.indexer.GetByKey(ev.Key())
+	if err != nil {
+		exists = false
+	}
+	held := exists && uidOf(old) == ev.UID
+	if ev.Verb == Deleted {
+		r.deleted = true
+		if !held {
+			n.a.stats.StaleDeletes++
+			return nil
+		}
+		t.remove(old)
+		var last any = ev.Object
+		if ev.FinalStateUnknown {
+			last = cache.DeletedFinalStateUnknown{Key: ev.Key(), Obj: ev.Object}
+		}
+		n.delete(last)
+		return nil
+	}
+	if exists && !held {
+		// The name holds another object: the delete of the one held was
+		// not read (compacted or expired) or comes later.
+		t.remove(old)
+		n.delete(cache.DeletedFinalStateUnknown{Key: ev.Key(), Obj: old})
+	}
+	_ = t.indexer.Update(ev.Object)
+	r.held = true
+	if held {
+		n.update(old, ev.Object)
+	} else {
+		n.add(ev.Object)
+	}
+	return nil
+}
+
+// remove takes an object out of the indexer; its uid's record stays until
+// the next snapshot end.
+func (t *typeState) remove(obj any) {
+	_ = t.indexer.Delete(obj)
+	if r := t.uids[uidOf(obj)]; r != nil {
+		r.held = false
+	}
+}
+
+// check finds what the event breaks: an older resourceVersion than the
+// last applied, an id applied before, or a change after the delete.
+func (r *uidRecord) check(ev *Event, idHash uint64) *Violation {
+	v := &Violation{Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID()}
+	cmp, err := resourceversion.CompareResourceVersion(ev.ResourceVersion, r.rv)
+	switch {
+	case err == nil && cmp < 0:
+		v.Kind, v.Detail = Regression, fmt.Sprintf("%s of uid %s: resourceVersion %s after %s", ev.Verb, ev.UID, ev.ResourceVersion, r.rv)
+	case (err != nil || cmp == 0) && slices.Contains(r.ids, idHash):
+		v.Kind, v.Detail = DuplicateID, fmt.Sprintf("%s of uid %s at resourceVersion %s applied before", ev.Verb, ev.UID, ev.ResourceVersion)
+	case r.deleted && ev.Verb != Deleted:
+		v.Kind, v.Detail = Regression, fmt.Sprintf("%s of uid %s at resourceVersion %s after its deleted event", ev.Verb, ev.UID, ev.ResourceVersion)
+	default:
+		return nil
+	}
+	return v
+}
+
+func (r *uidRecord) record(ev *Event, idHash uint64) {
+	if r.rv != ev.ResourceVersion {
+		r.ids = r.ids[:0]
+	}
+	r.rv, r.seq = ev.ResourceVersion, ev.Seq
+	r.ids = append(r.ids, idHash)
+}
+
+func uidOf(obj any) types.UID {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetUID()
+}
