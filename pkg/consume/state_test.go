@@ -187,3 +187,43 @@ func TestStateWithoutStream(t *testing.T) {
 		}
 	}
 }
+
+// A consumer the server loses (deleted here; a restart of a server with
+// memory storage does the same) is created again from the next sequence:
+// the state misses nothing and applies nothing twice.
+func TestStateSurvivesConsumerLoss(t *testing.T) {
+	_, js, s := startJetStream(t)
+	f := newFab(t, s)
+	history(f)
+	st, err := testClient(t, js).NewState([]Filter{{Resource: "configmaps"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runState(t, st)
+	ctx := context.Background()
+	stream, err := js.Stream(ctx, s.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := stream.ConsumerNames(ctx)
+	n := 0
+	for name := range names.Name() {
+		if err := stream.DeleteConsumer(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Fatalf("%d consumers, want the state's one", n)
+	}
+	f.updated(cm("ns", "e", "u6", "23"), cm("ns", "e", "u6", "22"))
+	f.added(cm("ns", "g", "u8", "24"))
+	waitSeq(t, st, f.seqs[len(f.seqs)-1])
+	want := []string{"ns/a@14", "ns/b@11", "ns/d@13", "ns/e@23", "ns/f@21", "ns/g@24"}
+	if got := held(st.Indexer("configmaps")); !slices.Equal(got, want) {
+		t.Errorf("held %v, want %v", got, want)
+	}
+	if st.Stats().Breaches() != 0 {
+		t.Errorf("violations: %v", st.Stats().Violations)
+	}
+}

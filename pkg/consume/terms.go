@@ -79,6 +79,13 @@ func scanSubject(ctx context.Context, js jetstream.JetStream, stream, subject st
 	if err != nil {
 		return err
 	}
+	defer func() {
+		// Ordered consumers are ephemeral; do not leave it to the
+		// server's inactivity timeout.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = js.DeleteConsumer(dctx, stream, c.CachedInfo().Name)
+	}()
 	info, err := c.Info(ctx)
 	if err != nil {
 		return err

@@ -1,0 +1,293 @@
+package consume_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/kubebridge/kubebridge/internal/bridge"
+	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/fixtures"
+	"github.com/kubebridge/kubebridge/internal/testenv"
+	"github.com/kubebridge/kubebridge/pkg/consume"
+)
+
+// The real thing: kube-apiserver and etcd from internal/testenv, the
+// bridge's Serve in process, JetStream in the environment's nats-server.
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{})
+}
+
+const cluster = "it"
+
+var (
+	harnessSeq = atomic.Int64{}
+	widgetGVR  = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	crdGVR     = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+)
+
+// harness is one test's namespace, subject prefix and stream.
+type harness struct {
+	t      *testing.T
+	env    *testenv.Env
+	cs     kubernetes.Interface
+	dyn    dynamic.Interface
+	ns     string
+	prefix string
+	stream string
+	js     jetstream.JetStream
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	env := testenv.Get(t)
+	n := harnessSeq.Add(1)
+	h := &harness{t: t, env: env, prefix: fmt.Sprintf("consume%d", n), stream: fmt.Sprintf("CONSUME_%d", n)}
+	rc := env.RESTConfig()
+	rc.QPS, rc.Burst = 500, 1000
+	var err error
+	if h.cs, err = kubernetes.NewForConfig(rc); err != nil {
+		t.Fatal(err)
+	}
+	if h.dyn, err = dynamic.NewForConfig(rc); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ns, err := h.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "consume-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ns = ns.Name
+	nc := h.connect()
+	if h.js, err = jetstream.New(nc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.js.DeleteStream(context.Background(), h.stream) })
+	return h
+}
+
+func (h *harness) connect() *nats.Conn {
+	h.t.Helper()
+	nc, err := nats.Connect(h.env.NATSURL(), nats.MaxReconnects(-1))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(nc.Close)
+	return nc
+}
+
+func (h *harness) client() *consume.Client {
+	h.t.Helper()
+	c, err := consume.New(h.js, consume.WithStream(h.stream), consume.WithSubjectPrefix(h.prefix), consume.WithCluster(cluster))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return c
+}
+
+// runBridge runs Serve until the returned stop is called, and waits until
+// its start-up snapshots are stored.
+func (h *harness) runBridge(resources string) (stop func()) {
+	h.t.Helper()
+	return h.runBridgeWith(resources, nil)
+}
+
+// runBridgeWith is runBridge with more variables.
+func (h *harness) runBridgeWith(resources string, vars map[string]string) (stop func()) {
+	h.t.Helper()
+	env := map[string]string{
+		"BRIDGE_RESOURCES": resources, "BRIDGE_NAMESPACES": h.ns, "BRIDGE_CLUSTER_NAME": cluster,
+		"BRIDGE_SUBJECT_PREFIX": h.prefix, "BRIDGE_STREAM_NAME": h.stream, "NATS_URL": h.env.NATSURL(),
+		"BRIDGE_RESYNC_PERIOD": "0", "BRIDGE_HTTP_ADDR": "off", "BRIDGE_STREAM_STORAGE": "memory",
+	}
+	maps.Copy(env, vars)
+	cfg, err := config.Load(context.Background(), envconfig.MapLookuper(env))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	kube, err := bridge.KubeFromREST(h.env.RESTConfig())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	_, ctx := ktesting.NewTestContext(h.t)
+	ctx, cancel := context.WithCancel(ctx)
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- bridge.Serve(ctx, cfg, kube, h.connect(), bridge.WithReady(func() { close(ready) })) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		h.t.Fatalf("the bridge stopped before it was ready: %v", err)
+	case <-time.After(90 * time.Second):
+		cancel()
+		h.t.Fatal("the bridge is not ready after 90s")
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				h.t.Errorf("Serve: %v", err)
+			}
+		})
+	}
+	h.t.Cleanup(stop)
+	return stop
+}
+
+// ensureWidgetCRD creates widgets.example.com unless it exists and waits
+// until discovery serves it.
+func (h *harness) ensureWidgetCRD() {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := h.dyn.Resource(crdGVR).Create(ctx, fixtures.WidgetCRD(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		h.t.Fatalf("create CRD: %v", err)
+	}
+	for {
+		list, err := h.cs.Discovery().ServerResourcesForGroupVersion("example.com/v1")
+		if err == nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "widgets" }) {
+			return
+		}
+		if ctx.Err() != nil {
+			h.t.Fatalf("widgets not in discovery: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (h *harness) widget(name string, size int64) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": name, "namespace": h.ns}, "spec": map[string]any{"size": size}}}
+}
+
+// listed is what the apiserver lists in the namespace, as sorted
+// "name@resourceVersion".
+func (h *harness) listed() (configMaps, widgets []string) {
+	h.t.Helper()
+	ctx := context.Background()
+	cms, err := h.cs.CoreV1().ConfigMaps(h.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, cm := range cms.Items {
+		configMaps = append(configMaps, cm.Name+"@"+cm.ResourceVersion)
+	}
+	ws, err := h.dyn.Resource(widgetGVR).Namespace(h.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, w := range ws.Items {
+		widgets = append(widgets, w.GetName()+"@"+w.GetResourceVersion())
+	}
+	sort.Strings(configMaps)
+	sort.Strings(widgets)
+	return configMaps, widgets
+}
+
+// held is an indexer's content as sorted "name@resourceVersion".
+func held(idx cache.Indexer) []string {
+	var out []string
+	for _, o := range idx.List() {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, m.GetName()+"@"+m.GetResourceVersion())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// diff describes how got differs from want, "" if it does not.
+func diff(got, want []string) string {
+	var missing, extra []string
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			missing = append(missing, w)
+		}
+	}
+	for _, g := range got {
+		if !slices.Contains(want, g) {
+			extra = append(extra, g)
+		}
+	}
+	if len(missing)+len(extra) == 0 {
+		return ""
+	}
+	trim := func(s []string) string {
+		if len(s) > 10 {
+			s = append(s[:10:10], "…")
+		}
+		return strings.Join(s, " ")
+	}
+	return fmt.Sprintf("%d missing (%s), %d not listed by the apiserver (%s)", len(missing), trim(missing), len(extra), trim(extra))
+}
+
+// mirror is a handler that keeps its own copy of the objects, as a
+// service that reacts to changes would.
+type mirror struct {
+	mu   sync.Mutex
+	objs map[string]string // key → rv
+}
+
+func newMirror() *mirror { return &mirror{objs: map[string]string{}} }
+
+func (m *mirror) set(obj any) {
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		panic(err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.objs[o.GetName()] = o.GetResourceVersion()
+}
+
+func (m *mirror) OnAdd(obj any, _ bool) { m.set(obj) }
+func (m *mirror) OnUpdate(_, obj any)   { m.set(obj) }
+func (m *mirror) OnDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		panic(err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.objs, o.GetName())
+}
+
+func (m *mirror) list() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for k, rv := range m.objs {
+		out = append(out, k+"@"+rv)
+	}
+	sort.Strings(out)
+	return out
+}
