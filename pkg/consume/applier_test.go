@@ -290,66 +290,6 @@ func TestApplierNameReused(t *testing.T) {
 	}
 }
 
-// The term rule, in stream order: an event of an older term than one seen
-// before it is ignored.
-func TestApplierTermRule(t *testing.T) {
-	f := newFab(t, &memStore{})
-	f.added(cm("ns", "old", "u0", "5")) // a bridge older than terms: term 0
-	t1 := f.term("a")
-	f.added(cm("ns", "a", "u1", "10"))
-	t2 := f.term("b")
-	f.inTerm(t1, func() {
-		f.added(cm("ns", "late", "u2", "11"))                           // the deposed leader, after t2 began
-		f.updated(cm("ns", "a", "u1", "12"), cm("ns", "a", "u1", "10")) // same
-	})
-	f.inTerm(0, func() { f.added(cm("ns", "ancient", "u3", "13")) })
-	f.added(cm("ns", "b", "u4", "14"))
-	var fenced []string
-	a, vs, _ := newTestApplier(t, WithHooks(Hooks{OnFenced: func(ev *Event) { fenced = append(fenced, ev.Name) }}))
-	applyAll(t, a, f)
-	if got := held(a.Indexer("configmaps")); !slices.Equal(got, []string{"ns/a@10", "ns/b@14", "ns/old@5"}) {
-		t.Errorf("held %v", got)
-	}
-	if !slices.Equal(fenced, []string{"late", "a", "ancient"}) {
-		t.Errorf("fenced %v", fenced)
-	}
-	st := a.Stats()
-	if st.Fenced != 3 || st.Term != t2 || len(*vs) != 0 {
-		t.Errorf("fenced %d, term %d (want %d), violations %v", st.Fenced, st.Term, t2, *vs)
-	}
-}
-
-// The rule with the markers known in advance and only some messages read,
-// as a last-per-subject reader sees them: a message counts as fenced when
-// a marker lies between its term and its own sequence.
-func TestApplierTermRuleWithKnownMarkers(t *testing.T) {
-	f := newFab(t, &memStore{})
-	t1 := f.term("a")
-	f.added(cm("ns", "x", "u1", "10"))
-	f.term("b")
-	f.added(cm("ns", "y", "u2", "11"))
-	f.inTerm(t1, func() { f.added(cm("ns", "z", "u3", "12")) })
-	a, _, _ := newTestApplier(t)
-	var markers []uint64
-	for i, m := range f.msgs {
-		if m.Header.Get("ce-type") == "io.kubebridge.term" {
-			markers = append(markers, f.seqs[i])
-		}
-	}
-	a.AddTerms(markers...)
-	// Only the objects' last messages, no markers among them.
-	for i, m := range f.msgs {
-		if m.Header.Get("ce-type") != "io.kubebridge.term" {
-			if err := a.ApplyMsg(f.seqs[i], m); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if got := held(a.Indexer("configmaps")); !slices.Equal(got, []string{"ns/x@10", "ns/y@11"}) {
-		t.Errorf("held %v, want x (written before term b began) and y, not z", got)
-	}
-}
-
 func TestApplierUndecodableAndVersions(t *testing.T) {
 	a, vs, _ := newTestApplier(t)
 	bad := &nats.Msg{Subject: testSubjects.Prefix + ".c1.core.v1.configmaps.ns.a", Header: nats.Header{"ce-specversion": {"1.0"}, "ce-id": {"x"}, "ce-source": {"s"}, "ce-type": {"io.kubebridge.object.added"}}, Data: []byte("{")}

@@ -2,6 +2,7 @@ package consume
 
 import (
 	"fmt"
+	"maps"
 )
 
 // ViolationKind names a breach of the stream's contract.
@@ -88,11 +89,7 @@ type Stats struct {
 }
 
 func (s Stats) clone() Stats {
-	v := make(map[ViolationKind]uint64, len(s.Violations))
-	for k, n := range s.Violations {
-		v[k] = n
-	}
-	s.Violations = v
+	s.Violations = maps.Clone(s.Violations)
 	return s
 }
 

@@ -24,7 +24,8 @@ type eventsOptions struct {
 // the last one stopped. Every event is acknowledged once the loop body
 // has returned for it and the loop goes on; so delivery is at least once:
 // an event the reader was busy with when it stopped (a break, a crash,
-// a lost connection) is delivered again. The deliver options count only
+// a lost connection) is delivered again, and so are those pulled but not
+// yet handled, possibly after later ones. The deliver options count only
 // when the consumer is created.
 func Durable(name string) EventsOption {
 	return func(o *eventsOptions) error {
@@ -176,6 +177,9 @@ func (e *eventLoop) run(ctx context.Context, yield func(*Event, error) bool) {
 		}
 		m, err := e.r.next(ctx, wait)
 		if err != nil {
+			if ctx.Err() != nil {
+				e.r.handBack()
+			}
 			yield(nil, err)
 			return
 		}
@@ -207,6 +211,7 @@ func (e *eventLoop) handle(m msg, yield func(*Event, error) bool) bool {
 	if err != nil {
 		if !yield(nil, err) {
 			e.settle(m, m.Nak, false)
+			e.r.handBack()
 			return false
 		}
 		// It will never decode: do not deliver it again.
@@ -224,6 +229,7 @@ func (e *eventLoop) handle(m msg, yield func(*Event, error) bool) bool {
 	default:
 		if !yield(ev, nil) {
 			e.settle(m, m.Nak, false)
+			e.r.handBack()
 			return false
 		}
 	}

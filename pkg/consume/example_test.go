@@ -185,3 +185,38 @@ func ExampleClient_NewState() {
 	// 13 yellow
 	// 0 violations
 }
+
+// A service that must handle every change once stored, across its own
+// restarts: a durable consumer keeps its position on the server, and an
+// event counts as handled once the loop body is done with it.
+func ExampleDurable() {
+	js, put, stop := exampleStream()
+	defer stop()
+	client, err := consume.New(js)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	// A filter with a namespace gets that namespace's objects, no
+	// snapshot markers.
+	filters := []consume.Filter{{Resource: "configmaps", Namespace: "web"}}
+	run := func() {
+		for ev, err := range client.Events(ctx, filters, consume.Durable("audit"), consume.UntilCaughtUp()) {
+			if err != nil {
+				panic(err)
+			}
+			fmt.Println(ev.Verb, ev.Key(), ev.ResourceVersion)
+		}
+	}
+	run()
+	put(informers.Change{Verb: informers.Deleted, Object: configMap("web", "app", "1", "12", "green")})
+	fmt.Println("-- the service restarts")
+	run()
+	// Output:
+	// snapshot.item web/app 10
+	// snapshot.item web/old 11
+	// updated web/app 12
+	// deleted web/old 11
+	// -- the service restarts
+	// deleted web/app 12
+}

@@ -155,11 +155,15 @@ func (r *reader) recreate(ctx context.Context) error {
 }
 
 // handBack gives the messages pulled but not handled back to a durable
-// consumer, to be delivered again at once rather than after its AckWait.
+// consumer, to be delivered again at once rather than after its AckWait
+// (those that arrive later still are, after it).
 func (r *reader) handBack() {
+	if !r.durable() {
+		return
+	}
 	r.it.Drain()
 	for {
-		m, err := r.it.Next(jetstream.NextMaxWait(time.Second))
+		m, err := r.it.Next(jetstream.NextMaxWait(250 * time.Millisecond))
 		if err != nil {
 			return
 		}
@@ -183,11 +187,10 @@ func (r *reader) close(ctx context.Context) {
 	if r.it == nil {
 		return
 	}
+	r.it.Stop()
 	if r.durable() {
-		r.handBack()
 		return
 	}
-	r.it.Stop()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_ = r.js.DeleteConsumer(dctx, r.stream, r.cons.CachedInfo().Name)

@@ -30,6 +30,10 @@ var ErrStopped = errors.New("consume: the state stopped before it synced")
 // as it is stored, from the sequence after the bootstrap's, on one
 // ephemeral pull consumer (recreated from the next sequence if the server
 // loses it).
+//
+// An object the bridge published truncated (too large for the stream) is
+// held as published: apiVersion, kind and identifying metadata only; Events
+// shows which (Event.Truncated).
 type State struct {
 	c    *Client
 	fs   []filter

@@ -114,6 +114,13 @@ func TestStateBootstrapsOnJetStream(t *testing.T) {
 			if st.Stats().Breaches() != 0 {
 				t.Errorf("violations: %v", vs)
 			}
+			// What each mode reads: the last message of each object's
+			// subject (a…f, e; late is fenced), or the replay from the
+			// begin of s2 (items a, b, f; e) and the last message of d,
+			// which s2 did not publish.
+			if applied := map[BootstrapMode]uint64{LastPerSubject: 6, FullReplay: 5}[mode]; st.Stats().Applied != applied {
+				t.Errorf("applied %d events while bootstrapping, want %d", st.Stats().Applied, applied)
+			}
 
 			// Live: the state follows, and handlers see each change.
 			rec.calls = nil
