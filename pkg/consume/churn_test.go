@@ -85,7 +85,7 @@ func TestStateUnderChurn(t *testing.T) {
 	h := newHarness(t)
 	h.ensureWidgetCRD()
 	h.createConfigMaps(0, 100)
-	h.runBridgeWith("configmaps; widgets.example.com", map[string]string{"BRIDGE_RESYNC_PERIOD": "1s"})
+	h.launchBridge("configmaps; widgets.example.com", map[string]string{"BRIDGE_RESYNC_PERIOD": "1s"})
 	states := map[string]*consume.State{}
 	for _, mode := range modes {
 		states[mode.String()+" from the start"] = h.startState(mode, nil)

@@ -2,6 +2,7 @@ package consume_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -108,15 +109,25 @@ func (h *harness) client() *consume.Client {
 	return c
 }
 
-// runBridge runs Serve until the returned stop is called, and waits until
-// its start-up snapshots are stored.
-func (h *harness) runBridge(resources string) (stop func()) {
-	h.t.Helper()
-	return h.runBridgeWith(resources, nil)
+// bridgeRun is one Serve of the bridge.
+type bridgeRun struct {
+	h      *harness
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Serve returned, with err
+	err    error
 }
 
-// runBridgeWith is runBridge with more variables.
-func (h *harness) runBridgeWith(resources string, vars map[string]string) (stop func()) {
+// runBridge runs Serve until the returned stop is called (which requires
+// it to end without an error), and waits until its start-up snapshots are
+// stored.
+func (h *harness) runBridge(resources string) (stop func()) {
+	h.t.Helper()
+	return h.launchBridge(resources, nil).stop
+}
+
+// launchBridge starts Serve with more variables and waits until its
+// start-up snapshots are stored. It is stopped when the test ends.
+func (h *harness) launchBridge(resources string, vars map[string]string) *bridgeRun {
 	h.t.Helper()
 	env := map[string]string{
 		"BRIDGE_RESOURCES": resources, "BRIDGE_NAMESPACES": h.ns, "BRIDGE_CLUSTER_NAME": cluster,
@@ -134,28 +145,38 @@ func (h *harness) runBridgeWith(resources string, vars map[string]string) (stop 
 	}
 	_, ctx := ktesting.NewTestContext(h.t)
 	ctx, cancel := context.WithCancel(ctx)
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- bridge.Serve(ctx, cfg, kube, h.connect(), bridge.WithReady(func() { close(ready) })) }()
+	b := &bridgeRun{h: h, cancel: cancel, done: make(chan struct{})}
+	ready := make(chan struct{})
+	go func() {
+		defer close(b.done)
+		b.err = bridge.Serve(ctx, cfg, kube, h.connect(), bridge.WithReady(func() { close(ready) }))
+	}()
+	h.t.Cleanup(func() { b.cancel(); _ = b.wait(time.Minute) })
 	select {
 	case <-ready:
-	case err := <-done:
-		cancel()
-		h.t.Fatalf("the bridge stopped before it was ready: %v", err)
 	case <-time.After(90 * time.Second):
-		cancel()
 		h.t.Fatal("the bridge is not ready after 90s")
 	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				h.t.Errorf("Serve: %v", err)
-			}
-		})
+	return b
+}
+
+// wait waits until Serve returns and returns its error.
+func (b *bridgeRun) wait(timeout time.Duration) error {
+	select {
+	case <-b.done:
+		return b.err
+	case <-time.After(timeout):
+		return errors.New("Serve did not return")
 	}
-	h.t.Cleanup(stop)
-	return stop
+}
+
+// stop ends Serve, which must return no error.
+func (b *bridgeRun) stop() {
+	b.h.t.Helper()
+	b.cancel()
+	if err := b.wait(time.Minute); err != nil {
+		b.h.t.Errorf("Serve: %v", err)
+	}
 }
 
 // ensureWidgetCRD creates widgets.example.com unless it exists and waits
