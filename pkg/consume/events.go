@@ -106,6 +106,14 @@ func (c *Client) Events(ctx context.Context, filters []Filter, opts ...EventsOpt
 			yield(nil, err)
 			return
 		}
+		r := &reader{js: c.js, stream: c.stream, cfg: c.eventsConsumer(fs, o), resume: true}
+		if err := r.open(ctx); err != nil {
+			yield(nil, err)
+			return
+		}
+		defer r.close(ctx)
+		// The markers before where the consumer starts, read once it
+		// exists so that none is missed; later ones it delivers.
 		markers, err := readTerms(ctx, c.js, c.stream, c.subjects)
 		if err != nil {
 			yield(nil, err)
@@ -115,12 +123,6 @@ func (c *Client) Events(ctx context.Context, filters []Filter, opts ...EventsOpt
 		for _, m := range markers {
 			t.addMarker(m)
 		}
-		r := &reader{js: c.js, stream: c.stream, cfg: c.eventsConsumer(fs, o), resume: true}
-		if err := r.open(ctx); err != nil {
-			yield(nil, err)
-			return
-		}
-		defer r.close(ctx)
 		if o.untilCaughtUp && r.pendingAtStart == 0 && r.cons.CachedInfo().NumAckPending == 0 {
 			return
 		}

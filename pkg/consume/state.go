@@ -147,11 +147,14 @@ func (s *State) run(ctx context.Context) error {
 }
 
 func (s *State) bootstrapAndFollow(ctx context.Context) error {
-	markers, err := readTerms(ctx, s.c.js, s.c.stream, s.c.subjects)
-	if err != nil {
-		return err
+	if s.mode == FullReplay {
+		// The plan checks the end marker it starts from against them.
+		markers, err := readTerms(ctx, s.c.js, s.c.stream, s.c.subjects)
+		if err != nil {
+			return err
+		}
+		s.a.AddTerms(markers...)
 	}
-	s.a.AddTerms(markers...)
 	b, err := s.plan(ctx)
 	if err != nil {
 		return err
@@ -161,6 +164,14 @@ func (s *State) bootstrapAndFollow(ctx context.Context) error {
 		return err
 	}
 	defer r.close(ctx)
+	// Again now that the consumer exists: a marker stored meanwhile may
+	// lie between a last message's term and its sequence, and the consumer
+	// delivers only the newest marker.
+	markers, err := readTerms(ctx, s.c.js, s.c.stream, s.c.subjects)
+	if err != nil {
+		return err
+	}
+	s.a.AddTerms(markers...)
 	klog.FromContext(ctx).V(2).Info("Bootstrapping", "mode", s.mode, "filters", b.cfg.FilterSubjects, "pending", r.pendingAtStart, "streamLastSeq", r.streamLastSeq)
 	for _, m := range b.seed {
 		if err := s.a.ApplyMsg(m.Sequence, &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data}); err != nil {
