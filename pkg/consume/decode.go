@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubebridge/kubebridge/pkg/encode"
@@ -41,13 +40,12 @@ func (e *DecodeError) Unwrap() []error { return []error{ErrUndecodable, e.Err} }
 type decoder struct {
 	subjects encode.Subjects
 	scheme   *runtime.Scheme
-	codec    runtime.Decoder
 }
 
 func newDecoder(subjects encode.Subjects, scheme *runtime.Scheme) *decoder {
 	// The universal deserializer neither converts nor defaults: the object
 	// is what the bridge published, in its own version.
-	return &decoder{subjects: subjects, scheme: scheme, codec: serializer.NewCodecFactory(scheme).UniversalDeserializer()}
+	return &decoder{subjects: subjects, scheme: scheme}
 }
 
 func (d *decoder) decode(seq uint64, msg *nats.Msg) (*Event, error) {
@@ -217,22 +215,15 @@ func parseFlags(ev *Event) error {
 // decodeObjects decodes the data into typed or unstructured objects and
 // checks them against the subject and the extensions.
 func (d *decoder) decodeObjects(ev *Event, ext func(string) string) error {
-	var data encode.Data
-	if err := json.Unmarshal(ev.CloudEvent.Data(), &data); err != nil {
-		return fmt.Errorf("data: %w", err)
-	}
-	if len(data.Object) == 0 {
-		return fmt.Errorf("%s event without an object", ev.Verb)
-	}
 	gvk := schema.FromAPIVersionAndKind(ext(encode.ExtAPIVersion), ext(encode.ExtKind))
 	var err error
-	if ev.Object, err = d.decodeObject(data.Object, gvk); err != nil {
-		return fmt.Errorf("object: %w", err)
+	if !gvk.Empty() && d.scheme.Recognizes(gvk) {
+		err = d.decodeTyped(ev, gvk)
+	} else {
+		err = d.decodeUnstructured(ev)
 	}
-	if len(data.OldObject) > 0 {
-		if ev.OldObject, err = d.decodeObject(data.OldObject, gvk); err != nil {
-			return fmt.Errorf("oldObject: %w", err)
-		}
+	if err != nil {
+		return err
 	}
 	m, err := meta.Accessor(ev.Object)
 	if err != nil {
@@ -254,16 +245,66 @@ func (d *decoder) decodeObjects(ev *Event, ext func(string) string) error {
 	return nil
 }
 
-// decodeObject decodes one object: into its Go type when the scheme knows
-// the kind, else into an Unstructured.
-func (d *decoder) decodeObject(raw json.RawMessage, gvk schema.GroupVersionKind) (runtime.Object, error) {
-	if !gvk.Empty() && d.scheme.Recognizes(gvk) {
-		obj, _, err := d.codec.Decode(raw, &gvk, nil)
-		return obj, err
+// typedData is the payload decoded straight into the objects' Go types:
+// one pass over the data, instead of one to split it and one per object.
+type typedData struct {
+	Object    any `json:"object"`
+	OldObject any `json:"oldObject"`
+}
+
+// decodeTyped decodes the objects into the Go type the scheme has for gvk.
+func (d *decoder) decodeTyped(ev *Event, gvk schema.GroupVersionKind) error {
+	obj, err := d.scheme.New(gvk)
+	if err != nil {
+		return fmt.Errorf("object: %w", err)
+	}
+	w := typedData{Object: obj}
+	var old runtime.Object
+	if ev.Verb == Updated {
+		if old, err = d.scheme.New(gvk); err != nil {
+			return fmt.Errorf("oldObject: %w", err)
+		}
+		w.OldObject = old
+	}
+	if err := json.Unmarshal(ev.CloudEvent.Data(), &w); err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	if w.Object == nil {
+		return fmt.Errorf("%s event without an object", ev.Verb)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	ev.Object = obj
+	if old != nil && w.OldObject != nil {
+		// Left empty when the data has no oldObject: then there is none.
+		if m, err := meta.Accessor(old); err == nil && m.GetUID() != "" {
+			old.GetObjectKind().SetGroupVersionKind(gvk)
+			ev.OldObject = old
+		}
+	}
+	return nil
+}
+
+// decodeUnstructured decodes the objects of a kind the scheme does not
+// know.
+func (d *decoder) decodeUnstructured(ev *Event) error {
+	var data encode.Data
+	if err := json.Unmarshal(ev.CloudEvent.Data(), &data); err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	if len(data.Object) == 0 {
+		return fmt.Errorf("%s event without an object", ev.Verb)
 	}
 	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(raw); err != nil {
-		return nil, err
+	if err := u.UnmarshalJSON(data.Object); err != nil {
+		return fmt.Errorf("object: %w", err)
 	}
-	return u, nil
+	ev.Object = u
+	if len(data.OldObject) > 0 {
+		old := &unstructured.Unstructured{}
+		if err := old.UnmarshalJSON(data.OldObject); err != nil {
+			return fmt.Errorf("oldObject: %w", err)
+		}
+		ev.OldObject = old
+	}
+	return nil
 }
