@@ -1,0 +1,11 @@
+// Package cli is the kubebridge command: a kubectl-like view of a
+// kubebridge stream for people. It owns the subcommands and their output:
+//
+//   - get: the current objects of a type, rebuilt from the stream with
+//     pkg/consume and printed as kubectl prints them (table, wide, json,
+//     yaml, name).
+//
+// Connections follow the nats CLI: -s/--server, NATS_URL, --creds,
+// --nkey, --user/--password, TLS files and nats CLI contexts (--context,
+// or the one `nats context select` chose). cmd/kubebridge is its thin main.
+package cli

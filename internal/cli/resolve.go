@@ -1,0 +1,251 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/kubebridge/kubebridge/pkg/encode"
+)
+
+// ErrAmbiguous is returned for a resource name that several types of the
+// stream answer to.
+var ErrAmbiguous = errors.New("ambiguous resource name")
+
+// streamType is one type the stream holds, as its subjects name it.
+type streamType struct {
+	Group, Version, Resource string
+}
+
+// filter is the type as a consume.Filter names it: resource.version.group
+// when the version is pinned, else resource.group.
+func (t streamType) filter() string {
+	s := t.Resource
+	if t.Version != "" {
+		s += "." + t.Version
+	}
+	if t.Group != "" {
+		s += "." + t.Group
+	}
+	return s
+}
+
+// String is the type as kubectl names it: resource.group.
+func (t streamType) String() string {
+	if t.Group == "" {
+		return t.Resource
+	}
+	return t.Resource + "." + t.Group
+}
+
+// subject is the type's subject prefix (* for an unpinned version).
+func (t streamType) subject(s encode.Subjects) string {
+	group, v := encode.CoreGroupToken, "*"
+	if t.Group != "" {
+		group = encode.EscapeToken(t.Group)
+	}
+	if t.Version != "" {
+		v = encode.EscapeToken(t.Version)
+	}
+	return s.Prefix + "." + s.Cluster + "." + group + "." + v + "." + encode.EscapeToken(t.Resource)
+}
+
+// streamTypes lists the types of the cluster the stream holds, from their
+// snapshot marker subjects: every type the bridge publishes has them,
+// however many objects it has.
+func streamTypes(ctx context.Context, js jetstream.JetStream, stream string, s encode.Subjects) ([]streamType, error) {
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	head := s.Prefix + "." + s.Cluster + "."
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(head+"*.*.*."+encode.SnapshotToken+".*"))
+	if err != nil {
+		return nil, fmt.Errorf("list the types of stream %s: %w", stream, err)
+	}
+	var out []streamType
+	for subj := range info.State.Subjects {
+		toks := strings.Split(strings.TrimPrefix(subj, head), ".")
+		if len(toks) != 5 {
+			continue
+		}
+		t, err := parseTypeTokens(toks[0], toks[1], toks[2])
+		if err != nil || slices.Contains(out, t) {
+			continue
+		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b streamType) int { return strings.Compare(a.filter(), b.filter()) })
+	return out, nil
+}
+
+func parseTypeTokens(group, ver, resource string) (streamType, error) {
+	var t streamType
+	var err error
+	if group != encode.CoreGroupToken {
+		if t.Group, err = encode.UnescapeToken(group); err != nil {
+			return t, err
+		}
+	}
+	if t.Version, err = encode.UnescapeToken(ver); err != nil {
+		return t, err
+	}
+	t.Resource, err = encode.UnescapeToken(resource)
+	return t, err
+}
+
+// resolved is a resource name resolved against the stream.
+type resolved struct {
+	streamType
+	// inStream is set when the stream holds the type.
+	inStream bool
+	// clusterScoped is set when the stream holds cluster-scoped objects
+	// of the type.
+	clusterScoped bool
+	// chosen is set when resolve pinned the version itself, among
+	// several in the stream.
+	chosen bool
+}
+
+// resolve turns what a person typed (configmaps, cm, configmap, ConfigMap,
+// deploy, deployments.apps, hpa.v2.autoscaling, widgets) into a type of
+// the stream. Without a group, the stream's types decide (a custom
+// resource is found by its plural or singular name), then the built-in
+// types. A type served at several versions gets the newest one pinned;
+// name the version to choose another.
+func resolve(ctx context.Context, c *conn, word string) (resolved, error) {
+	types, err := streamTypes(ctx, c.js, c.stream, c.subjects)
+	if err != nil {
+		return resolved{}, err
+	}
+	r, err := resolveIn(types, word)
+	if err != nil || !r.inStream {
+		return r, err
+	}
+	st, err := c.js.Stream(ctx, c.stream)
+	if err != nil {
+		return r, err
+	}
+	_, err = st.GetLastMsgForSubject(ctx, r.subject(c.subjects)+"."+encode.ClusterScopeToken+".*")
+	switch {
+	case err == nil:
+		r.clusterScoped = true
+	case !errors.Is(err, jetstream.ErrMsgNotFound):
+		return r, fmt.Errorf("scope of %s: %w", r, err)
+	}
+	return r, nil
+}
+
+// resolveIn resolves word against the types of a stream.
+func resolveIn(types []streamType, word string) (resolved, error) {
+	word = strings.ToLower(strings.TrimSpace(word))
+	if word == "" || strings.ContainsAny(word, "*> \t/") {
+		return resolved{}, fmt.Errorf("%q is not a resource name", word)
+	}
+	builtin := builtinNames()
+	name, rest, dotted := strings.Cut(word, ".")
+	var pinned, group string
+	if dotted {
+		toks := strings.Split(rest, ".")
+		if versionLike(toks[0]) {
+			pinned, toks = toks[0], toks[1:]
+		}
+		group = strings.Join(toks, ".")
+	}
+	// The plurals the name can stand for, per group ("" any group).
+	plurals := map[string]bool{name: true}
+	for _, gr := range builtin[name] {
+		plurals[gr.Resource] = true
+	}
+	guess, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: name})
+	plurals[guess.Resource] = true
+
+	var cands []streamType
+	for _, t := range types {
+		if !plurals[t.Resource] || dotted && t.Group != group || pinned != "" && t.Version != pinned {
+			continue
+		}
+		// A built-in's short or singular name names its own group only.
+		if t.Resource != name && t.Resource != guess.Resource && !slices.Contains(builtin[name], schema.GroupResource{Group: t.Group, Resource: t.Resource}) {
+			continue
+		}
+		cands = append(cands, t)
+	}
+	if len(cands) == 0 {
+		return resolved{streamType: notInStream(builtin, name, group, pinned, dotted)}, nil
+	}
+	var grs []schema.GroupResource
+	for _, t := range cands {
+		if gr := (schema.GroupResource{Group: t.Group, Resource: t.Resource}); !slices.Contains(grs, gr) {
+			grs = append(grs, gr)
+		}
+	}
+	gr, ok := preferGroup(grs)
+	if !ok {
+		var names []string
+		for _, g := range grs {
+			names = append(names, g.String())
+		}
+		return resolved{}, fmt.Errorf("%w: %q is %s; name the group", ErrAmbiguous, word, strings.Join(names, " and "))
+	}
+	var versions []string
+	for _, t := range cands {
+		if t.Group == gr.Group && t.Resource == gr.Resource {
+			versions = append(versions, t.Version)
+		}
+	}
+	r := resolved{streamType: streamType{Group: gr.Group, Resource: gr.Resource, Version: pinned}, inStream: true}
+	if len(versions) > 1 {
+		// One indexer holds one version: take the newest, as kubectl
+		// takes the preferred one.
+		slices.SortFunc(versions, func(a, b string) int { return -version.CompareKubeAwareVersionStrings(a, b) })
+		r.Version, r.chosen = versions[0], true
+	}
+	return r, nil
+}
+
+// notInStream is a type the stream does not hold, named as well as the
+// built-in types allow, for messages such as "No resources found".
+func notInStream(builtin map[string][]schema.GroupResource, name, group, pinned string, dotted bool) streamType {
+	var grs []schema.GroupResource
+	for _, gr := range builtin[name] {
+		if !dotted || gr.Group == group {
+			grs = append(grs, gr)
+		}
+	}
+	if gr, ok := preferGroup(grs); ok && len(grs) > 0 {
+		return streamType{Group: gr.Group, Resource: gr.Resource, Version: pinned}
+	}
+	return streamType{Group: group, Resource: name, Version: pinned}
+}
+
+// versionLike reports whether a token is a Kubernetes API version (v1,
+// v2beta1): the second token of configmaps.v1 is a version, not a group.
+func versionLike(s string) bool {
+	rest, ok := strings.CutPrefix(s, "v")
+	if !ok || rest == "" || rest[0] < '0' || rest[0] > '9' {
+		return false
+	}
+	for _, kind := range []string{"alpha", "beta"} {
+		if i := strings.Index(rest, kind); i > 0 {
+			return allDigits(rest[:i]) && allDigits(rest[i+len(kind):]) && len(rest) > i+len(kind)
+		}
+	}
+	return allDigits(rest)
+}
+
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
