@@ -17,7 +17,7 @@ import (
 // Exit codes.
 const (
 	ExitOK       = 0
-	ExitFindings = 1 // get failed
+	ExitFindings = 1 // get or watch failed
 	ExitError    = 2 // bad usage
 )
 
@@ -81,6 +81,7 @@ func (e *env) errorf(format string, args ...any) {
 func commands() []command {
 	return []command{
 		{name: "get", summary: "Print the objects of a type as the stream holds them, as kubectl get does", run: runGet},
+		{name: "watch", summary: "Print the events of one or more types as they are stored, one line each", run: runWatch},
 		{name: "version", summary: "Print the version", run: func(_ context.Context, e *env, _ []string) int {
 			fmt.Fprintln(e.stdout, e.version)
 			return ExitOK

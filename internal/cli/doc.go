@@ -3,7 +3,8 @@
 //
 //   - get: the current objects of a type, rebuilt from the stream with
 //     pkg/consume and printed as kubectl prints them (table, wide, json,
-//     yaml, name).
+//     yaml, name);
+//   - watch: live events, one line each, with an optional diff of updates.
 //
 // Connections follow the nats CLI: -s/--server, NATS_URL, --creds,
 // --nkey, --user/--password, TLS files and nats CLI contexts (--context,

@@ -1,0 +1,142 @@
+package cli_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var eventLineRE = regexp.MustCompile(`^(?:seq (\d+) +term (\d+) +)?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)  (\S+) +(\S+) +(\S+)(?:  rv (\S+))?(.*)$`)
+
+// eventLines are the event lines of watch's output (diff lines left out).
+func eventLines(out string) [][]string {
+	var lines [][]string
+	for _, l := range strings.Split(out, "\n") {
+		if m := eventLineRE.FindStringSubmatch(l); m != nil {
+			lines = append(lines, m)
+		}
+	}
+	return lines
+}
+
+// TestWatch runs watch while ConfigMaps change through the apiserver: one
+// line per live event with the apiserver's resourceVersions, the diff of
+// the update, nothing of the snapshot; --all --snapshots -o wide replays
+// from the first message with the snapshot framing, in stream order.
+func TestWatch(t *testing.T) {
+	h := newHarness(t)
+	ns := h.namespace()
+	ctx := context.Background()
+	cms := h.cs.CoreV1().ConfigMaps(ns)
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.runBridge("configmaps", ns)
+
+	stdout, stderr, stop := h.start("watch", "configmaps", "-n", ns, "--diff")
+	named, _, stopNamed := h.start("watch", "cm", "w", "-n", ns)
+	// Events are those stored after the consumer is created: wait for both.
+	h.waitFor("the watches' consumers", func() string {
+		st, err := h.js.Stream(ctx, h.stream)
+		if err != nil {
+			return err.Error()
+		}
+		info, err := st.Info(ctx)
+		if err != nil {
+			return err.Error()
+		}
+		if info.State.Consumers < 2 {
+			return fmt.Sprintf("%d consumers", info.State.Consumers)
+		}
+		return ""
+	})
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "w"}, Data: map[string]string{"k": "v1", "same": "x"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := cm.ResourceVersion
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["k"] = "v2"
+	if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	updated := cm.ResourceVersion
+	if err := cms.Delete(ctx, "w", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("watch's lines", func() string {
+		if n := len(eventLines(stdout.String())); n < 4 {
+			return fmt.Sprintf("%d lines", n)
+		}
+		return ""
+	})
+	h.waitFor("the named watch's lines", func() string {
+		if n := len(eventLines(named.String())); n < 3 {
+			return fmt.Sprintf("%d lines", n)
+		}
+		return ""
+	})
+	if code := stop(); code != 0 {
+		t.Errorf("watch exited %d on cancel: %s", code, stderr.String())
+	}
+	stopNamed()
+
+	out := stdout.String()
+	var got []string
+	for _, m := range eventLines(out) {
+		got = append(got, m[4]+" "+m[5]+" "+m[6]+" "+m[7])
+	}
+	deleted := got[len(got)-1]
+	want := []string{"added ConfigMap " + ns + "/w " + added, "added ConfigMap " + ns + "/other", "updated ConfigMap " + ns + "/w " + updated}
+	if len(got) != 4 || got[0] != want[0] || !strings.HasPrefix(got[1], want[1]+" ") || got[2] != want[2] || !strings.HasPrefix(deleted, "deleted ConfigMap "+ns+"/w ") {
+		t.Errorf("watch printed\n%s\nwant %q and a delete", out, want)
+	}
+	for _, l := range []string{"    -   k: v1\n    +   k: v2\n", `    -   resourceVersion: "` + added + `"` + "\n" + `    +   resourceVersion: "` + updated + `"`} {
+		if !strings.Contains(out, l) {
+			t.Errorf("the update's diff lacks %q:\n%s", l, out)
+		}
+	}
+	if strings.Contains(out, "same: x") && !strings.Contains(out, "      same: x") {
+		t.Errorf("an unchanged line is not shown as context:\n%s", out)
+	}
+	var namedGot []string
+	for _, m := range eventLines(named.String()) {
+		namedGot = append(namedGot, m[4]+" "+m[6])
+	}
+	if strings.Join(namedGot, ",") != "added "+ns+"/w,updated "+ns+"/w,deleted "+ns+"/w" {
+		t.Errorf("watch cm w printed\n%s", named.String())
+	}
+
+	// From the first message, with the snapshot and the stream sequence.
+	// The delete rolled up w's subject: its added and updated events are
+	// no longer stored.
+	all, _, stopAll := h.start("watch", "cm", "-A", "--all", "--snapshots", "-o", "wide")
+	h.waitFor("the replay's lines", func() string {
+		if n := len(eventLines(all.String())); n < 5 {
+			return fmt.Sprintf("%d lines", n)
+		}
+		return ""
+	})
+	stopAll()
+	var verbs []string
+	last := 0
+	for _, m := range eventLines(all.String()) {
+		verbs = append(verbs, m[4])
+		seq, _ := strconv.Atoi(m[1])
+		if seq <= last {
+			t.Errorf("seq %d after %d", seq, last)
+		}
+		last = seq
+	}
+	if got := strings.Join(verbs, " "); got != "snapshot.begin snapshot.item snapshot.end added deleted" {
+		t.Errorf("watch --all --snapshots printed %s:\n%s", got, all.String())
+	}
+}
