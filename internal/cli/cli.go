@@ -14,11 +14,12 @@ import (
 	"k8s.io/klog/v2/textlogger"
 )
 
-// Exit codes.
+// Exit codes. verify separates "the stream breaks the contract" from "it
+// could not be read", so that scripts can tell an incident from an outage.
 const (
 	ExitOK       = 0
-	ExitFindings = 1 // get or watch failed
-	ExitError    = 2 // bad usage
+	ExitFindings = 1 // verify found breaches or differences; get/watch failed
+	ExitError    = 2 // bad usage, or nothing could be checked
 )
 
 // Option configures Run.
@@ -82,6 +83,7 @@ func commands() []command {
 	return []command{
 		{name: "get", summary: "Print the objects of a type as the stream holds them, as kubectl get does", run: runGet},
 		{name: "watch", summary: "Print the events of one or more types as they are stored, one line each", run: runWatch},
+		{name: "verify", summary: "Replay the stream and check the contract (regressions, framing, duplicate ids); optionally compare with the cluster", run: runVerify},
 		{name: "version", summary: "Print the version", run: func(_ context.Context, e *env, _ []string) int {
 			fmt.Fprintln(e.stdout, e.version)
 			return ExitOK

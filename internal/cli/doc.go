@@ -4,7 +4,10 @@
 //   - get: the current objects of a type, rebuilt from the stream with
 //     pkg/consume and printed as kubectl prints them (table, wide, json,
 //     yaml, name);
-//   - watch: live events, one line each, with an optional diff of updates.
+//   - watch: live events, one line each, with an optional diff of updates;
+//   - verify: a replay of the whole stream through pkg/consume's contract
+//     checks plus framing and id checks, optionally compared with the
+//     apiserver's lists; it exits non-zero when the contract is broken.
 //
 // Connections follow the nats CLI: -s/--server, NATS_URL, --creds,
 // --nkey, --user/--password, TLS files and nats CLI contexts (--context,
