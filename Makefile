@@ -14,8 +14,9 @@ PKGS := ./...
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-build: ## Build bin/bridge
+build: ## Build bin/bridge and bin/kubebridge (the CLI)
 	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $(BIN) ./cmd/bridge
+	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o bin/kubebridge ./cmd/kubebridge
 
 image: ## Build the container image (needs a Docker engine)
 	@docker info >/dev/null 2>&1 || { echo "make image: no Docker engine reachable here; build the image where one runs (see README, Deploy)"; exit 1; }
