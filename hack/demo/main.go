@@ -472,6 +472,8 @@ func (d *demo) onMessage(m jetstream.Msg) {
 
 	var line string
 	switch ev.Type() {
+	case encode.TypeTerm:
+		line = fmt.Sprintf("#%-4d %-15s %-10s %s  (every event after it carries term=%d)", seq, typ, "", ev.Subject(), seq)
 	case encode.TypeSnapshotBegin, encode.TypeSnapshotEnd:
 		line = fmt.Sprintf("#%-4d %-15s %-10s %s", seq, typ, ext(encode.ExtKind), m.Subject())
 		if ev.Type() == encode.TypeSnapshotEnd {
@@ -644,21 +646,13 @@ NATS (the bridge's embedded server, JetStream stream %[3]s):
     nats --server %[4]s sub 'kubebridge.demo.>'     # live events
     nats --server %[4]s stream view %[3]s      # what is stored, from the start
 
-Go (in this module; nats.go + encode.Decode, which reads the event through sdk-go):
-    nc, _ := nats.Connect(%[5]q)
-    js, _ := jetstream.New(nc)
-    cons, _ := js.OrderedConsumer(ctx, %[6]q, jetstream.OrderedConsumerConfig{
-        FilterSubjects: []string{%[7]q},
-    })
-    cons.Consume(func(m jetstream.Msg) {
-        ev, err := encode.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-        if err != nil {
-            return
-        }
-        var data encode.Data // {Object, OldObject json.RawMessage}
-        _ = ev.DataAs(&data)
-        fmt.Println(ev.Type(), ev.Subject(), ev.Extensions()["resourceversion"])
-    })
+The kubebridge CLI (make build puts it in bin/kubebridge):
+    bin/kubebridge --server %[5]s --cluster demo get configmaps -A
+    bin/kubebridge --server %[5]s --cluster demo watch configmaps -n demo --diff
+    bin/kubebridge --server %[5]s --cluster demo verify
+    (stream %[6]q, subjects %[7]q)
+
+Go: pkg/consume (docs/consumers.md), a live client-go cache of the stream.
 
 Bridge log: %[8]s (also shown here with "bridge|"). New events are printed below as they arrive:`,
 		d.env.APIServerURL(), d.env.KubeconfigPath(), streamName, d.natsURL, d.natsURL, streamName, filter, d.bridgeLog.Name())
