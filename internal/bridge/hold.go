@@ -1,0 +1,61 @@
+package bridge
+
+import (
+	"slices"
+
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubebridge/kubebridge/pkg/informers"
+)
+
+// hold keeps res's changes (merged per object as usual) from being handed
+// on until release. It is called before the type's informer delivers
+// anything.
+func (in *intake) hold(res *informers.Resource) {
+	in.mu.Lock()
+	in.held[res] = true
+	in.mu.Unlock()
+}
+
+// release puts the missed deletes of res in front of whatever each object
+// has waiting, and lets res's changes go. A missed delete is left out when
+// the object already has a change of that uid waiting (its live delete).
+func (in *intake) release(res *informers.Resource, deletes []informers.Change) {
+	in.mu.Lock()
+	for _, c := range deletes {
+		key, err := cache.MetaNamespaceKeyFunc(c.Object)
+		if err != nil {
+			continue
+		}
+		st := in.state(objectRef{res: res, key: key})
+		uid := uidOf(c.Object)
+		if !slices.ContainsFunc(st.queue, func(p pending) bool { return p.uid == uid }) {
+			st.queue = slices.Insert(st.queue, 0, pending{c: c, uid: uid})
+		}
+	}
+	delete(in.held, res)
+	for ref, st := range in.objects {
+		if ref.res == res {
+			in.settle(ref, st)
+		}
+	}
+	in.mu.Unlock()
+	in.signal()
+}
+
+// abandonHeld forgets the changes of types still held, at shutdown: they
+// were never published, and the next leader's missed-delete scan and
+// snapshot tell their state in the right order. It returns how many
+// objects had changes.
+func (in *intake) abandonHeld() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	n := 0
+	for ref := range in.objects {
+		if in.held[ref.res] {
+			delete(in.objects, ref)
+			n++
+		}
+	}
+	return n
+}
