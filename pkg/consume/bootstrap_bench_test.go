@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,29 +23,8 @@ const benchObjects = 10000
 // each), made by the bridge's encoder.
 func benchStream(b *testing.B) jetstream.JetStream {
 	b.Helper()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: b.TempDir(), NoSigs: true, NoLog: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		b.Fatal("nats-server not ready")
-	}
-	b.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, js, _ := startJetStream(b)
 	ctx := context.Background()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "KB", Subjects: []string{testSubjects.Stream()}, Storage: jetstream.MemoryStorage,
-		MaxMsgsPerSubject: 8, Duplicates: 2 * time.Minute, AllowMsgTTL: true, AllowRollup: true}); err != nil {
-		b.Fatal(err)
-	}
 	enc := &encode.Encoder{Subjects: testSubjects}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	marker, err := enc.TermMarker(encode.TermData{Holder: "bench"}, at)

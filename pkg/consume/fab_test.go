@@ -163,7 +163,7 @@ func (s *jsStore) store(t *testing.T, m *nats.Msg) uint64 {
 
 // startJetStream starts an in-process server and creates a stream as the
 // bridge does (per-subject limit 8, tombstone TTLs and roll-ups).
-func startJetStream(t *testing.T) (*nats.Conn, jetstream.JetStream, *jsStore) {
+func startJetStream(t testing.TB) (*nats.Conn, jetstream.JetStream, *jsStore) {
 	t.Helper()
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
 	if err != nil {

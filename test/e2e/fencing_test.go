@@ -55,6 +55,37 @@ func (h *harness) checkLastPerSubject(typ string) {
 	h.waitLastPerSubject(typ, h.listConfigMaps(h.ns, metav1.ListOptions{}))
 }
 
+// settleAfterTakeover ends a takeover test: the churn stops, the replay
+// converges (see settle), two terms began, nothing of the old term was
+// stored after the new one began, and the raw last-per-subject view equals
+// the apiserver's list.
+func (h *harness) settleAfterTakeover(c *churn, typ string) *replay.State {
+	h.t.Helper()
+	msgs, st := h.settle(c, typ, 2, "the new leader's start-up snapshot")
+	terms, late := termsOf(h.t, msgs)
+	if len(terms) != 2 {
+		h.t.Errorf("terms %v, want two", terms)
+	}
+	for _, l := range late {
+		h.t.Errorf("stored after the newer term began: %s", l)
+	}
+	h.checkLastPerSubject(typ)
+	return st
+}
+
+// waitExitNonZero waits for the old leader b to exit with a non-zero code.
+func waitExitNonZero(t *testing.T, b *bridge, who string) int {
+	t.Helper()
+	code, ok := b.waitExit(stopTimeout)
+	if !ok {
+		t.Fatalf("the %s still runs %v after the standby took over", who, stopTimeout)
+	}
+	if code == 0 {
+		t.Errorf("the %s exited 0, want non-zero", who)
+	}
+	return code
+}
+
 // TestSecondBridgeFencesTheFirst runs a second bridge without leader
 // election next to a first one, as a misconfigured Deployment would: the
 // second one's term fences the first, whose next publish on a subject the
@@ -141,25 +172,11 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	thawed = true
-	code, ok := b1.waitExit(stopTimeout)
-	if !ok {
-		t.Fatalf("the thawed leader still runs %v after the standby took over", stopTimeout)
-	}
-	if code == 0 {
-		t.Errorf("the thawed leader exited 0, want non-zero")
-	}
+	code := waitExitNonZero(t, b1, "thawed leader")
 	fenced := b1.countLog(fencedLine) > 0
-	msgs, _ := h.settle(c, typ, 2, "the new leader's start-up snapshot")
-	terms, late := termsOf(t, msgs)
-	if len(terms) != 2 {
-		t.Errorf("terms %v, want two", terms)
-	}
 	// The new leader had written every subject before the thaw, so the
 	// fence leaves the old one no subject at all.
-	for _, l := range late {
-		t.Errorf("stored after the newer term began: %s", l)
-	}
-	h.checkLastPerSubject(typ)
+	h.settleAfterTakeover(c, typ)
 	if fenced {
 		t.Logf("the thawed leader published, was refused by JetStream and exited %d", code)
 	} else {
@@ -197,27 +214,13 @@ func TestPartitionedLeader(t *testing.T) {
 	b1.stopped.Store(true)
 	b2.waitLog("Start-up snapshots published", 2*readyTimeout)
 	t.Logf("the standby's start-up snapshot was stored %v after the partition", time.Since(cut).Round(time.Millisecond))
-	code, ok := b1.waitExit(stopTimeout)
-	if !ok {
-		t.Fatalf("the partitioned leader still runs %v after the partition", stopTimeout)
-	}
-	if code == 0 {
-		t.Errorf("the partitioned leader exited 0, want non-zero")
-	}
+	code := waitExitNonZero(t, b1, "partitioned leader")
 	if !strings.Contains(b1.output(), "lost the leader Lease") && b1.countLog(fencedLine) == 0 {
 		t.Errorf("the partitioned leader's exit line says neither that it lost the Lease nor that it was fenced")
 	}
 	if !c.waitOps(100, time.Minute) {
 		t.Fatalf("churn stalled: %v", c)
 	}
-	msgs, st := h.settle(c, typ, 2, "the new leader's start-up snapshot")
-	terms, late := termsOf(t, msgs)
-	if len(terms) != 2 {
-		t.Errorf("terms %v, want two", terms)
-	}
-	for _, l := range late {
-		t.Errorf("stored after the newer term began: %s", l)
-	}
-	h.checkLastPerSubject(typ)
+	st := h.settleAfterTakeover(c, typ)
 	t.Logf("%d objects before the partition; %d swept in the replay; the old leader exited %d", len(before), len(st.Swept), code)
 }
