@@ -45,6 +45,11 @@ type Applier struct {
 	stats  Stats
 	synced bool
 	seed   maphash.Seed
+	// keepOnSweep, when set, is asked before an end marker sweeps an
+	// object: a reader behind the stream may have missed the object's
+	// item because compaction removed it for newer messages of the
+	// object, which it has yet to read (see ListWatch).
+	keepOnSweep func(key string, obj any, end *Event) bool
 }
 
 // NewApplier returns an Applier for filters; of opts it uses WithIndexers,

@@ -86,6 +86,9 @@ func (t *typeState) end(ev *Event, n notifier) *Violation {
 		if err != nil || !exists {
 			continue
 		}
+		if n.a.keepOnSweep != nil && n.a.keepOnSweep(key, obj, ev) {
+			continue
+		}
 		t.remove(obj)
 		n.a.stats.Swept++
 		n.delete(cache.DeletedFinalStateUnknown{Key: key, Obj: obj})
