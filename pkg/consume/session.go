@@ -1,0 +1,298 @@
+package consume
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/nats-io/nats.go/jetstream"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// session is one List of a ListWatch and the watches that follow it: an
+// Applier holding the type's state, and what the reflector was told of it.
+//
+// The Applier calls the session as its event handler; the session turns
+// each change into the watch event that brings the reflector's store to
+// the same state, and queues it. Only one goroutine at a time uses a
+// session: the bootstrap's, then one watch's after the other.
+type session struct {
+	f           filter
+	sel         selectors
+	exampleType reflect.Type
+	a           *Applier
+	guard       *sweepGuard
+
+	// pos is the stream sequence up to which messages were applied.
+	pos uint64
+	// listRV is the List's resourceVersion, lastRV that of the object of
+	// the last event delivered ("" before the first).
+	listRV, lastRV string
+	// queue holds the events derived and not delivered yet.
+	queue []watch.Event
+	// visible maps the key of every object the reflector was told of (an
+	// Added and no Deleted since) to the resourceVersion it was told.
+	visible map[string]string
+	// items is the list, until it is handed out.
+	items []runtime.Object
+	// err is what stopped the session; it cannot go on.
+	err error
+
+	active *streamWatch
+}
+
+func newSession(c *Client, f filter, sel selectors, example runtime.Object) *session {
+	return &session{f: f, sel: sel, exampleType: reflect.TypeOf(example), guard: &sweepGuard{c: c}, visible: map[string]string{}}
+}
+
+// bootstrap rebuilds the state with st, which must not have run: st runs
+// until it has synced, and from then on every change it applies reaches
+// the session. Changes applied before st stops are queued.
+func (s *session) bootstrap(ctx context.Context, st *State) error {
+	s.guard.ctx = ctx
+	st.a.keepOnSweep = s.guard.keep
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- st.Run(rctx) }()
+	err := st.WaitForSync(ctx)
+	if err == nil {
+		err = st.a.attach(s.f.ref, s, s.list)
+	}
+	cancel()
+	if rerr := <-done; err == nil {
+		err = rerr
+	}
+	if err == nil {
+		err = s.err
+	}
+	if err != nil {
+		return fmt.Errorf("consume: list %s: %w", s.f, err)
+	}
+	s.a = st.a
+	s.pos = st.a.Stats().LastSeq
+	return nil
+}
+
+// list takes the objects the Applier holds at stream sequence seq as the
+// List's.
+func (s *session) list(objs []any, seq uint64) {
+	s.listRV = listRV(seq)
+	for _, obj := range objs {
+		m, ok := s.accept(obj)
+		if ok && s.sel.matches(m) {
+			s.items = append(s.items, obj.(runtime.Object))
+			s.visible[key(m)] = m.GetResourceVersion()
+		}
+	}
+}
+
+// queueInitial puts an Added event for every listed object before the
+// queued events: a watch from "" or "0" starts with them.
+func (s *session) queueInitial() {
+	initial := make([]watch.Event, 0, len(s.items)+len(s.queue))
+	for _, obj := range s.items {
+		initial = append(initial, watch.Event{Type: watch.Added, Object: obj})
+	}
+	s.queue, s.items = append(initial, s.queue...), nil
+}
+
+// resumes reports whether a watch from rv goes on where the reflector is.
+// A reflector watches from the resourceVersion of the last object it
+// received, or from the list's when it received none it may trust.
+func (s *session) resumes(rv string) bool {
+	return s.err == nil && (rv == s.listRV || s.lastRV != "" && rv == s.lastRV)
+}
+
+// accept reads an object's metadata; an object not of the example's type
+// stops the session, since the reflector would drop its events.
+func (s *session) accept(obj any) (metav1.Object, bool) {
+	if reflect.TypeOf(obj) != s.exampleType {
+		if s.err == nil {
+			s.err = fmt.Errorf("%w: %s decodes into %T, not %s like the example object (WithScheme decides)", ErrBadOption, s.f.ref, obj, s.exampleType)
+		}
+		return nil, false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		if s.err == nil {
+			s.err = err
+		}
+		return nil, false
+	}
+	return m, true
+}
+
+// OnAdd, OnUpdate and OnDelete receive the Applier's changes.
+func (s *session) OnAdd(obj any, _ bool) { s.upsert(obj) }
+func (s *session) OnUpdate(_, obj any)   { s.upsert(obj) }
+
+func (s *session) OnDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, ok := s.accept(obj)
+	if !ok {
+		return
+	}
+	k := key(m)
+	if _, told := s.visible[k]; !told {
+		return
+	}
+	delete(s.visible, k)
+	s.push(watch.Deleted, obj)
+}
+
+// upsert tells the reflector of an object's new state, as the API server
+// would under the selectors: Added when it enters them, Modified when its
+// resourceVersion changed, Deleted when it leaves them.
+func (s *session) upsert(obj any) {
+	m, ok := s.accept(obj)
+	if !ok {
+		return
+	}
+	k := key(m)
+	rv, told := s.visible[k]
+	match := s.sel.matches(m)
+	switch {
+	case match && !told:
+		s.visible[k] = m.GetResourceVersion()
+		s.push(watch.Added, obj)
+	case match && rv != m.GetResourceVersion():
+		s.visible[k] = m.GetResourceVersion()
+		s.push(watch.Modified, obj)
+	case !match && told:
+		delete(s.visible, k)
+		s.push(watch.Deleted, obj)
+	}
+}
+
+func (s *session) push(t watch.EventType, obj any) {
+	s.queue = append(s.queue, watch.Event{Type: t, Object: obj.(runtime.Object)})
+}
+
+// consumer is the consumer of a watch: the messages after pos of the type
+// and the term markers, as a State reads them once synced.
+func (s *session) consumer(c *Client) jetstream.ConsumerConfig {
+	subjects := append(s.f.stateSubjects(c.subjects), c.subjects.Term())
+	return jetstream.ConsumerConfig{
+		FilterSubjects: dedupe(subjects),
+		AckPolicy:      jetstream.AckNonePolicy,
+		ReplayPolicy:   jetstream.ReplayInstantPolicy,
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    s.pos + 1,
+	}
+}
+
+// watch starts a watch: it delivers the queued events, then applies the
+// messages after pos and delivers the events they make.
+func (s *session) watch(ctx context.Context, c *Client, timeoutSeconds *int64) (watch.Interface, error) {
+	s.stopWatch()
+	wctx, cancel := context.WithCancel(ctx)
+	if timeoutSeconds != nil && *timeoutSeconds > 0 {
+		wctx, cancel = context.WithTimeout(ctx, secondsDuration(*timeoutSeconds))
+	}
+	r := &reader{js: c.js, stream: c.stream, cfg: s.consumer(c), resume: true}
+	if err := r.open(wctx); err != nil {
+		cancel()
+		return nil, err
+	}
+	w := &streamWatch{result: make(chan watch.Event), cancel: cancel, done: make(chan struct{})}
+	s.active = w
+	s.guard.ctx = ctx
+	go s.run(wctx, w, r)
+	return w, nil
+}
+
+// run is a watch's goroutine. It ends when the watch is stopped or times
+// out (the events not delivered wait for the next watch), or when reading
+// fails (a watch.Error event, and the session is over).
+func (s *session) run(ctx context.Context, w *streamWatch, r *reader) {
+	defer close(w.done)
+	defer close(w.result)
+	defer r.close(ctx)
+	for {
+		for len(s.queue) > 0 {
+			if ctx.Err() != nil {
+				// Stopped: a reader that drains the channel after Stop
+				// gets nothing more, if it can be helped.
+				return
+			}
+			select {
+			case w.result <- s.queue[0]:
+				s.lastRV = rvOf(s.queue[0].Object)
+				s.queue[0] = watch.Event{}
+				s.queue = s.queue[1:]
+			case <-ctx.Done():
+				return
+			}
+		}
+		if s.err != nil {
+			s.fail(ctx, w, s.err)
+			return
+		}
+		m, err := r.next(ctx, 0)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.err = err
+				s.fail(ctx, w, err)
+			}
+			return
+		}
+		seq := m.meta.Sequence.Stream
+		if err := s.a.ApplyMsg(seq, m.natsMsg()); err != nil {
+			s.err = err
+			s.fail(ctx, w, err)
+			return
+		}
+		s.pos = seq
+	}
+}
+
+// fail ends a watch with an error event; the reflector lists again.
+func (s *session) fail(ctx context.Context, w *streamWatch, err error) {
+	status := apierrors.NewInternalError(fmt.Errorf("consume: watch %s: %w", s.f, err)).Status()
+	select {
+	case w.result <- watch.Event{Type: watch.Error, Object: &status}:
+	case <-ctx.Done():
+	}
+}
+
+// stopWatch stops the active watch and waits until its goroutine is done
+// with the session.
+func (s *session) stopWatch() {
+	if s.active != nil {
+		s.active.cancel()
+		<-s.active.done
+		s.active = nil
+	}
+}
+
+// streamWatch is the watch.Interface of a session's watch.
+type streamWatch struct {
+	result chan watch.Event
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (w *streamWatch) Stop()                          { w.cancel() }
+func (w *streamWatch) ResultChan() <-chan watch.Event { return w.result }
+
+// attach adds h to the handlers of type ref and calls init with the
+// objects held and the stream sequence they are consistent at, all under
+// the lock: h gets every change after that state.
+func (a *Applier) attach(ref typeRef, h cache.ResourceEventHandler, init func(objs []any, seq uint64)) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.typeOf(ref)
+	if t == nil {
+		return fmt.Errorf("%w: no filter names %s", ErrBadOption, ref)
+	}
+	t.handlers = append(t.handlers, h)
+	init(t.indexer.List(), a.stats.LastSeq)
+	return nil
+}
