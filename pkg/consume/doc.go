@@ -77,4 +77,68 @@
 // stream order, to the indexers and calls the handlers, with the same
 // checks. Informers and tools that read the stream their own way can feed
 // it.
+//
+// # Informers
+//
+// A ListWatch is a client-go cache.ListerWatcher of one type backed by the
+// stream, so that controller code written for the API server runs on NATS
+// unchanged: NewSharedIndexInformer returns a cache.SharedIndexInformer
+// with listers, AddEventHandler, WaitForCacheSync and indexers
+// (LabelIndexFunc indexes by a label); NewFilteredSharedIndexInformer
+// takes a label selector, or a field selector on metadata.name and
+// metadata.namespace, as client-go's filtered informers do.
+//
+//	inf, _ := client.NewSharedIndexInformer(consume.Filter{Resource: "configmaps", Namespace: "web"}, &corev1.ConfigMap{}, 0,
+//		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, "app": consume.LabelIndexFunc("app")})
+//	go inf.RunWithContext(ctx)
+//	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+//	cm, err := listersv1.NewConfigMapLister(inf.GetIndexer()).ConfigMaps("web").Get("app")
+//
+// Objects keep the API server's resourceVersions; a list's
+// resourceVersion is the stream sequence it is consistent at. The
+// ListWatch keeps its own resume position, since a reflector resumes from
+// the resourceVersion of the last object it received (see ListWatch).
+// examples/controller runs one sample-controller on either source.
+//
+// What the handlers see, compared with an informer on the API server:
+// per object (uid), take the states the handlers take it through (an add
+// or update: the object at its resourceVersion; a delete: gone; an update
+// to the same resourceVersion is no new state). The informer over NATS
+// goes through the API server informer's states with some left out, and
+// ends in the same state. That is what "modulo coalescing" means here. A
+// state is left out when
+//
+//   - the bridge coalesced it: changes waited while publishing was behind
+//     and were merged (the coalesced extension says how many);
+//   - the stream no longer held it when the informer read it: the
+//     informer was behind the object by more than the stream keeps per
+//     subject (BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT), or the object's delete
+//     rolled its subject up;
+//   - the informer listed again meanwhile, which shows each object's
+//     current state only, as on the API server.
+//
+// (An object whose snapshot item compaction removed is not swept when its
+// newer messages are still to be read; see ListWatch.) So an object may
+// be seen in fewer states, or not at all if it came and went while left
+// out; its delete may carry its last known state rather
+// than the deleting one (a delete the bridge inferred, a sweep). Under a
+// label selector an object that stops matching is deleted and one that
+// starts matching is added, as on the API server; whether it is seen to
+// leave and come back depends on the states left out. Client-go itself
+// adds to this on both sources: after a relist it reports an unchanged
+// object as an update to the same resourceVersion, and a name now held by
+// another object as an update across uids. With a stream that keeps
+// every message, an informer that does not list again sees exactly the
+// states a State reading the same stream sees. TestInformerSideBySide
+// checks all of this against a real kube-apiserver.
+//
+// One case waits for a snapshot: an informer behind an object whose name
+// is deleted, created again and deleted again reads only the last delete
+// (it rolled the subject up), which is of another uid than the one held
+// and so changes nothing (see Applier); the next snapshot's end marker
+// sweeps the object held.
+//
+// A ListWatch does not serve watch-list streaming (the reflector lists
+// instead), bookmarks, paging (a list comes whole) or field selectors on
+// other fields.
 package consume

@@ -1,0 +1,190 @@
+package consume_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubebridge/kubebridge/pkg/consume"
+)
+
+// checkedListWatch stands between a reflector and a ListWatch: it sets a
+// label selector, as an informer factory's tweak does; it ends every
+// watch after a few events (1 to 5, in turn), so that the reflector
+// watches again from the last resourceVersion it got and the ListWatch
+// resumes; it answers some Watch calls with 410 Gone, so that the
+// reflector lists again; and it checks the watch events against what the
+// reflector holds, as an apiserver's watch would have them.
+type checkedListWatch struct {
+	*consume.ListWatch
+	selector string
+	gone     map[int]bool
+
+	mu      sync.Mutex
+	lists   int
+	watches int
+	swept   uint64            // by the sessions before the current one
+	held    map[string]string // key → resourceVersion, per the lists and events delivered
+	errs    []string
+}
+
+// goneAt are Watch calls to answer with 410 Gone.
+var goneAt = map[int]bool{20: true, 100: true, 200: true}
+
+// newCheckedListWatch wraps lw; gone are the Watch calls (from 1) to
+// answer with 410 Gone.
+func newCheckedListWatch(lw *consume.ListWatch, selector string, gone map[int]bool) *checkedListWatch {
+	return &checkedListWatch{ListWatch: lw, selector: selector, gone: gone}
+}
+
+func (c *checkedListWatch) counts() (lists, watches int, swept uint64) {
+	s := c.Stats()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lists, c.watches, c.swept + s.Swept
+}
+
+func (c *checkedListWatch) problems() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.errs
+}
+
+func (c *checkedListWatch) List(o metav1.ListOptions) (runtime.Object, error) {
+	return c.ListWithContext(context.Background(), o)
+}
+
+func (c *checkedListWatch) Watch(o metav1.ListOptions) (watch.Interface, error) {
+	return c.WatchWithContext(context.Background(), o)
+}
+
+func (c *checkedListWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	o.LabelSelector = c.selector
+	// The counters start over with every list.
+	s := c.Stats()
+	c.mu.Lock()
+	c.swept += s.Swept
+	c.mu.Unlock()
+	list, err := c.ListWatch.ListWithContext(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lists++
+
+	c.held = map[string]string{}
+	for _, obj := range items {
+		m := obj.(metav1.Object)
+		c.held[m.GetNamespace()+"/"+m.GetName()] = m.GetResourceVersion()
+	}
+	return list, nil
+}
+
+func (c *checkedListWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	o.LabelSelector = c.selector
+	c.mu.Lock()
+	c.watches++
+	n := c.watches
+	c.mu.Unlock()
+	if c.gone[n] {
+		return nil, apierrors.NewResourceExpired(fmt.Sprintf("test: watch %d is gone", n))
+	}
+	w, err := c.ListWatch.WatchWithContext(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	cw := &cutWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
+	progress := func() uint64 { return c.Stats().LastSeq }
+	if n%3 != 0 {
+		progress = nil
+	}
+	go cw.run(1+n%5, c.check, progress)
+	return cw, nil
+}
+
+// check records what an apiserver's watch would not send.
+func (c *checkedListWatch) check(ev watch.Event) {
+	if ev.Type == watch.Error {
+		return
+	}
+	m := ev.Object.(metav1.Object)
+	k, rv := m.GetNamespace()+"/"+m.GetName(), m.GetResourceVersion()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+
+	prev, held := c.held[k]
+	switch {
+	case ev.Type == watch.Added && held:
+		c.errs = append(c.errs, fmt.Sprintf("Added %s@%s while held at %s", k, rv, prev))
+	case ev.Type == watch.Modified && !held:
+		c.errs = append(c.errs, fmt.Sprintf("Modified %s@%s while not held", k, rv))
+	case ev.Type == watch.Modified && prev == rv:
+		c.errs = append(c.errs, fmt.Sprintf("Modified %s@%s: the resourceVersion held", k, rv))
+	case ev.Type == watch.Deleted && !held:
+		c.errs = append(c.errs, fmt.Sprintf("Deleted %s@%s while not held", k, rv))
+	}
+	if ev.Type == watch.Deleted {
+		delete(c.held, k)
+	} else {
+		c.held[k] = rv
+	}
+}
+
+// cutWatch passes on the events of a watch and ends after a number of
+// them.
+type cutWatch struct {
+	inner watch.Interface
+	out   chan watch.Event
+	stop  chan struct{}
+	once  sync.Once
+}
+
+// run passes on n events. Before it stops the watch, it waits a little
+// (given progress, the stream sequence the ListWatch applied up to) for
+// the ListWatch to apply one more message, so that the events it makes
+// wait in the ListWatch's queue for the next watch: a reflector may stop a
+// watch at any moment.
+func (w *cutWatch) run(n int, check func(watch.Event), progress func() uint64) {
+	defer close(w.out)
+	defer w.inner.Stop()
+	var at uint64
+	for range n {
+		var ev watch.Event
+		select {
+		case e, ok := <-w.inner.ResultChan():
+			if !ok {
+				return
+			}
+			ev = e
+		case <-w.stop:
+			return
+		}
+		if progress != nil {
+			at = progress()
+		}
+		select {
+		case w.out <- ev:
+			check(ev)
+		case <-w.stop:
+			return
+		}
+	}
+	for deadline := time.Now().Add(100 * time.Millisecond); progress != nil && progress() <= at && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (w *cutWatch) Stop()                          { w.once.Do(func() { close(w.stop) }) }
+func (w *cutWatch) ResultChan() <-chan watch.Event { return w.out }
