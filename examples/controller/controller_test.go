@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sethvargo/go-envconfig"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kubebridge/kubebridge/internal/bridge"
+	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/testenv"
+)
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{})
+}
+
+// TestControllerOnBothSources runs the controller twice, on an informer on
+// the apiserver and on one over NATS fed by the bridge, while ConfigMaps
+// are created, relabelled and deleted: both end having reconciled every
+// ConfigMap at the resourceVersion the apiserver lists, and having found
+// the deleted ones gone.
+func TestControllerOnBothSources(t *testing.T) {
+	env := testenv.Get(t)
+	cs, err := kubernetes.NewForConfig(env.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "example-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms := cs.CoreV1().ConfigMaps(ns.Name)
+	configMap := func(i int, app string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%02d", i), Labels: map[string]string{appIndex: app}},
+			Data: map[string]string{"i": fmt.Sprint(i)}}
+	}
+	for i := range 20 {
+		if _, err := cms.Create(ctx, configMap(i, fmt.Sprint("app-", i%3)), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := flags{kubeconfig: env.KubeconfigPath(), namespace: ns.Name, natsURL: env.NATSURL(),
+		stream: "EXAMPLE_CONTROLLER", prefix: "example", cluster: "it", workers: 2}
+	runBridge(ctx, t, env, f)
+
+	controllers := map[string]*Controller{}
+	for _, source := range []string{"apiserver", "nats"} {
+		f.source = source
+		informer, cleanup, err := newInformer(f)
+		if err != nil {
+			t.Fatalf("%s: %v", source, err)
+		}
+		t.Cleanup(cleanup)
+		c, err := NewController(ctx, informer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{}, 2)
+		go func() { informer.RunWithContext(ctx); done <- struct{}{} }()
+		go func() {
+			if err := c.Run(ctx, f.workers); err != nil {
+				t.Errorf("%s: %v", source, err)
+			}
+			done <- struct{}{}
+		}()
+		t.Cleanup(func() { cancel(); <-done; <-done })
+		controllers[source] = c
+	}
+
+	want := map[cache.ObjectName]string{}
+	for i := range 10 {
+		cm, err := cms.Get(ctx, fmt.Sprintf("cm-%02d", i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Labels[appIndex] = "app-new"
+		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 10; i < 15; i++ {
+		if err := cms.Delete(ctx, fmt.Sprintf("cm-%02d", i), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		want[cache.ObjectName{Namespace: ns.Name, Name: fmt.Sprintf("cm-%02d", i)}] = ""
+	}
+	for i := 20; i < 25; i++ {
+		if _, err := cms.Create(ctx, configMap(i, "app-new"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range list.Items {
+		want[cache.ObjectName{Namespace: cm.Namespace, Name: cm.Name}] = cm.ResourceVersion
+	}
+
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		api, overNATS := controllers["apiserver"].Reconciled(), controllers["nats"].Reconciled()
+		if maps.Equal(api, want) && maps.Equal(overNATS, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 90s the controller on the apiserver reconciled %v,\nover NATS %v,\nwant %v", api, overNATS, want)
+		}
+	}
+}
+
+// runBridge runs the bridge on the namespace's ConfigMaps until ctx ends,
+// and waits until its start-up snapshot is stored.
+func runBridge(ctx context.Context, t *testing.T, env *testenv.Env, f flags) {
+	t.Helper()
+	cfg, err := config.Load(ctx, envconfig.MapLookuper(map[string]string{
+		"BRIDGE_RESOURCES": "configmaps", "BRIDGE_NAMESPACES": f.namespace, "BRIDGE_CLUSTER_NAME": f.cluster,
+		"BRIDGE_SUBJECT_PREFIX": f.prefix, "BRIDGE_STREAM_NAME": f.stream, "NATS_URL": f.natsURL,
+		"BRIDGE_HTTP_ADDR": "off", "BRIDGE_STREAM_STORAGE": "memory",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := bridge.KubeFromREST(env.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(f.natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- bridge.Serve(ctx, cfg, kube, nc, bridge.WithReady(func() { close(ready) })) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("bridge: %v", err)
+		}
+		if js, err := jetstream.New(nc); err == nil {
+			_ = js.DeleteStream(context.Background(), f.stream)
+		}
+		nc.Close()
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("the bridge stopped: %v", err)
+	case <-time.After(90 * time.Second):
+		t.Fatal("the bridge is not ready after 90s")
+	}
+}
