@@ -290,6 +290,33 @@ func TestApplierNameReused(t *testing.T) {
 	}
 }
 
+// A reader that is behind sees only the last delete at a name deleted,
+// created again and deleted again (the roll-up removed the first delete):
+// the object it holds there, older than the delete it reads, is gone too.
+// A delete older than the object held removes nothing.
+func TestApplierDeleteOfANewerUIDRemovesTheOlder(t *testing.T) {
+	f := newFab(t, &memStore{})
+	f.added(cm("ns", "a", "u1", "10"))
+	f.added(cm("ns", "b", "u3", "40"))
+	a, vs, rec := newTestApplier(t)
+	applyAll(t, a, f)
+	a.EndInitialList()
+	rec.calls = nil
+	f.deleted(cm("ns", "a", "u2", "30")) // u1's delete and u2's add were rolled up
+	f.deleted(cm("ns", "b", "u0", "5"))  // older than what is held
+	for i := 2; i < len(f.msgs); i++ {
+		if err := a.ApplyMsg(f.seqs[i], f.msgs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := held(a.Indexer("configmaps")); !slices.Equal(got, []string{"ns/b@40"}) || len(*vs) != 0 {
+		t.Errorf("held %v, violations %v; want ns/b@40 only", got, *vs)
+	}
+	if want := []string{"delete unknown(ns/a@10)"}; !slices.Equal(rec.calls, want) {
+		t.Errorf("handler calls %q, want %q", rec.calls, want)
+	}
+}
+
 func TestApplierUndecodableAndVersions(t *testing.T) {
 	a, vs, _ := newTestApplier(t)
 	bad := &nats.Msg{Subject: testSubjects.Prefix + ".c1.core.v1.configmaps.ns.a", Header: nats.Header{"ce-specversion": {"1.0"}, "ce-id": {"x"}, "ce-source": {"s"}, "ce-type": {"io.kubebridge.object.added"}}, Data: []byte("{")}

@@ -62,7 +62,10 @@
 // for an object (uid), an event of a uid after its delete, an end marker
 // without its begin, an event id applied twice, an undecodable message.
 // Events that break the contract are not applied. A delete of an object
-// not held is fine: it was swept, or its name holds a newer object.
+// not held is fine: it was swept, or its name holds a newer object. A
+// delete of a newer object than the one a name holds removes the one held
+// (as a DeletedFinalStateUnknown): its own delete was rolled up by a later
+// delete at that name before this reader got to it.
 //
 // Every event carries the term it was written in: the stream sequence of
 // its bridge's term marker (subject <prefix>.<cluster>._term). An event

@@ -126,6 +126,14 @@ func (t *typeState) object(ev *Event, idHash uint64, n notifier) *Violation {
 	held := exists && uidOf(old) == ev.UID
 	if ev.Verb == Deleted {
 		r.deleted = true
+		if exists && !held && olderThan(old, ev.ResourceVersion) {
+			// The name holds an older object whose delete was not read
+			// (the roll-up of a later delete at this name removed it): a
+			// newer object existed here since, so the one held is gone.
+			t.remove(old)
+			n.delete(cache.DeletedFinalStateUnknown{Key: ev.Key(), Obj: old})
+			return nil
+		}
 		if !held {
 			n.a.stats.StaleDeletes++
 			return nil
@@ -187,6 +195,16 @@ func (r *uidRecord) record(ev *Event, idHash uint64) {
 	}
 	r.rv, r.seq = ev.ResourceVersion, ev.Seq
 	r.ids = append(r.ids, idHash)
+}
+
+// olderThan reports whether obj's resourceVersion is lower than rv.
+func olderThan(obj any, rv string) bool {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	cmp, err := resourceversion.CompareResourceVersion(m.GetResourceVersion(), rv)
+	return err == nil && cmp < 0
 }
 
 func uidOf(obj any) types.UID {
