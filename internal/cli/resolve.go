@@ -47,14 +47,7 @@ func (t streamType) String() string {
 
 // subject is the type's subject prefix (* for an unpinned version).
 func (t streamType) subject(s encode.Subjects) string {
-	group, v := encode.CoreGroupToken, "*"
-	if t.Group != "" {
-		group = encode.EscapeToken(t.Group)
-	}
-	if t.Version != "" {
-		v = encode.EscapeToken(t.Version)
-	}
-	return s.Prefix + "." + s.Cluster + "." + group + "." + v + "." + encode.EscapeToken(t.Resource)
+	return s.TypeOf(t.Group, t.Version, t.Resource)
 }
 
 // streamTypes lists the types of the cluster the stream holds, from their
@@ -87,18 +80,8 @@ func streamTypes(ctx context.Context, js jetstream.JetStream, stream string, s e
 }
 
 func parseTypeTokens(group, ver, resource string) (streamType, error) {
-	var t streamType
-	var err error
-	if group != encode.CoreGroupToken {
-		if t.Group, err = encode.UnescapeToken(group); err != nil {
-			return t, err
-		}
-	}
-	if t.Version, err = encode.UnescapeToken(ver); err != nil {
-		return t, err
-	}
-	t.Resource, err = encode.UnescapeToken(resource)
-	return t, err
+	gvr, err := encode.ParseTypeTokens(group, ver, resource)
+	return streamType{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource}, err
 }
 
 // resolved is a resource name resolved against the stream.

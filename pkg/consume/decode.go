@@ -121,7 +121,7 @@ func (d *decoder) parseSubject(ev *Event) error {
 		if !ok || len(toks) != 5 || toks[3] != encode.SnapshotToken || toks[4] != end {
 			return fmt.Errorf("%s marker on %s, which is not a %s marker subject", ev.Verb, ev.Subject, end)
 		}
-		gvr, err := parseGVR(toks[0], toks[1], toks[2])
+		gvr, err := encode.ParseTypeTokens(toks[0], toks[1], toks[2])
 		ev.Resource = gvr
 		return err
 	}
@@ -132,21 +132,6 @@ func (d *decoder) parseSubject(ev *Event) error {
 	ev.Resource = schema.GroupVersionResource{Group: ref.Group, Version: ref.Version, Resource: ref.Resource}
 	ev.Namespace, ev.Name = ref.Namespace, ref.Name
 	return nil
-}
-
-func parseGVR(group, version, resource string) (schema.GroupVersionResource, error) {
-	var gvr schema.GroupVersionResource
-	var err error
-	if group != encode.CoreGroupToken {
-		if gvr.Group, err = encode.UnescapeToken(group); err != nil {
-			return gvr, err
-		}
-	}
-	if gvr.Version, err = encode.UnescapeToken(version); err != nil {
-		return gvr, err
-	}
-	gvr.Resource, err = encode.UnescapeToken(resource)
-	return gvr, err
 }
 
 // parseEnd reads an end marker's count and the objects it did not publish.

@@ -121,14 +121,7 @@ func parseFilters(fs []Filter) ([]filter, error) {
 // typeSubject is the subject prefix of the filter's type, with * for an
 // unpinned version.
 func (f filter) typeSubject(s encode.Subjects) string {
-	group, version := encode.CoreGroupToken, "*"
-	if f.ref.Group != "" {
-		group = encode.EscapeToken(f.ref.Group)
-	}
-	if f.ref.Version != "" {
-		version = encode.EscapeToken(f.ref.Version)
-	}
-	return s.Prefix + "." + s.Cluster + "." + group + "." + version + "." + encode.EscapeToken(f.ref.Resource)
+	return s.TypeOf(f.ref.Group, f.ref.Version, f.ref.Resource)
 }
 
 // wholeType reports whether the filter selects the whole type, snapshot

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -133,11 +135,38 @@ func (s Subjects) ClusterWildcard() string { return s.Prefix + "." + s.Cluster +
 
 // Type is the subject prefix of one resource type, without a trailing dot.
 func (s Subjects) Type(r *informers.Resource) string {
-	group := CoreGroupToken
-	if r.GVR.Group != "" {
-		group = EscapeToken(r.GVR.Group)
+	return s.TypeOf(r.GVR.Group, r.GVR.Version, r.GVR.Resource)
+}
+
+// TypeOf is the subject prefix of the type group ("" for core), version
+// and resource; an empty version is the * wildcard, for readers that take
+// a type at whatever version it is published.
+func (s Subjects) TypeOf(group, version, resource string) string {
+	g, v := CoreGroupToken, "*"
+	if group != "" {
+		g = EscapeToken(group)
 	}
-	return s.Prefix + "." + s.Cluster + "." + group + "." + EscapeToken(r.GVR.Version) + "." + EscapeToken(r.GVR.Resource)
+	if version != "" {
+		v = EscapeToken(version)
+	}
+	return s.Prefix + "." + s.Cluster + "." + g + "." + v + "." + EscapeToken(resource)
+}
+
+// ParseTypeTokens reverses the group, version and resource tokens of a
+// type's subject.
+func ParseTypeTokens(group, version, resource string) (schema.GroupVersionResource, error) {
+	var gvr schema.GroupVersionResource
+	var err error
+	if group != CoreGroupToken {
+		if gvr.Group, err = UnescapeToken(group); err != nil {
+			return gvr, err
+		}
+	}
+	if gvr.Version, err = UnescapeToken(version); err != nil {
+		return gvr, err
+	}
+	gvr.Resource, err = UnescapeToken(resource)
+	return gvr, err
 }
 
 // TypeWildcard matches every object and snapshot marker of one resource type.
@@ -195,19 +224,11 @@ func (s Subjects) ParseObject(subject string) (ObjectRef, error) {
 	if len(toks) != 5 || toks[3] == SnapshotToken {
 		return ObjectRef{}, fmt.Errorf("%w: %q is not an object subject", ErrBadToken, subject)
 	}
-	var ref ObjectRef
-	var err error
-	if toks[0] != CoreGroupToken {
-		if ref.Group, err = UnescapeToken(toks[0]); err != nil {
-			return ObjectRef{}, err
-		}
-	}
-	if ref.Version, err = UnescapeToken(toks[1]); err != nil {
+	gvr, err := ParseTypeTokens(toks[0], toks[1], toks[2])
+	if err != nil {
 		return ObjectRef{}, err
 	}
-	if ref.Resource, err = UnescapeToken(toks[2]); err != nil {
-		return ObjectRef{}, err
-	}
+	ref := ObjectRef{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource}
 	if toks[3] != ClusterScopeToken {
 		if ref.Namespace, err = UnescapeToken(toks[3]); err != nil {
 			return ObjectRef{}, err
