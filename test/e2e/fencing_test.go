@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"maps"
 	"strings"
 	"syscall"
@@ -12,40 +11,10 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
 )
 
 // fencedLine is what a replica refused by a newer term logs on exit.
 const fencedLine = "fenced by a newer term"
-
-// termsOf returns the terms begun in msgs (term marker sequences, in order)
-// and every message stored after a newer term had begun but written in an
-// older one: what a deposed leader managed to store. Consumers ignore
-// those under the term rule; the bridge's fence keeps them off every
-// subject the newer term has written.
-func termsOf(t *testing.T, msgs []replay.Message) (terms []uint64, late []string) {
-	t.Helper()
-	var current uint64
-	for _, m := range msgs {
-		if m.Event.Type() == encode.TypeTerm {
-			current = m.Seq
-			terms = append(terms, m.Seq)
-			continue
-		}
-		term, err := encode.TermOf(m.Header)
-		if err != nil {
-			t.Errorf("seq %d: %v", m.Seq, err)
-			continue
-		}
-		if term == 0 {
-			t.Errorf("seq %d %s %s carries no term", m.Seq, m.Event.Type(), m.Subject)
-		}
-		if term < current {
-			late = append(late, fmt.Sprintf("seq %d %s %s rv %s: term %d after term %d began", m.Seq, m.Event.Type(), m.Subject, m.Ext(encode.ExtResourceVersion), term, current))
-		}
-	}
-	return terms, late
-}
 
 // checkLastPerSubject waits until the raw last-per-subject view of the
 // ConfigMaps (no term rule applied) equals the apiserver's list: nothing a

@@ -632,6 +632,36 @@ func cmID(uid, rv, verb string) string { return objectID("configmaps.v1", uid, r
 // with id: <cluster>/<id>, as the README specifies.
 func msgID(id string) string { return cluster + "/" + id }
 
+// termsOf returns the terms begun in msgs (term marker sequences, in order)
+// and, by sequence, every message stored after a newer term had begun but
+// written in an older one: what a deposed leader managed to store. Consumers ignore
+// those under the term rule; the bridge's fence keeps them off every
+// subject the newer term has written.
+func termsOf(t *testing.T, msgs []replay.Message) (terms []uint64, late map[uint64]string) {
+	late = map[uint64]string{}
+	t.Helper()
+	var current uint64
+	for _, m := range msgs {
+		if m.Event.Type() == encode.TypeTerm {
+			current = m.Seq
+			terms = append(terms, m.Seq)
+			continue
+		}
+		term, err := encode.TermOf(m.Header)
+		if err != nil {
+			t.Errorf("seq %d: %v", m.Seq, err)
+			continue
+		}
+		if term == 0 {
+			t.Errorf("seq %d %s %s carries no term", m.Seq, m.Event.Type(), m.Subject)
+		}
+		if term < current {
+			late[m.Seq] = fmt.Sprintf("seq %d %s %s rv %s: term %d after term %d began", m.Seq, m.Event.Type(), m.Subject, m.Ext(encode.ExtResourceVersion), term, current)
+		}
+	}
+	return terms, late
+}
+
 // checkUniqueIDs requires every event id to be stored once: JetStream
 // drops re-publishes with the same Nats-Msg-Id, and the same change always
 // gets the same id.
@@ -640,20 +670,12 @@ func checkUniqueIDs(t *testing.T, msgs []replay.Message) {
 	seen := map[string]uint64{}
 	change := map[string]string{} // type+subject+rv → id
 	var badMsgID []string
-	var current uint64 // the highest term seen
+	// Stored by a deposed leader after a newer term began: consumers
+	// ignore these, and the new leader publishes the same changes again
+	// under its own term.
+	_, late := termsOf(t, msgs)
 	for _, m := range msgs {
 		id := m.Event.ID()
-		late := false
-		if m.Event.Type() == encode.TypeTerm {
-			current = max(current, m.Seq)
-		} else if term, _ := encode.TermOf(m.Header); term < current {
-			// Stored by a deposed leader after a newer term began:
-			// consumers ignore it, and the new leader publishes the same
-			// change again under its own term.
-			late = true
-		} else {
-			current = term
-		}
 		if prev, ok := seen[id]; ok {
 			t.Errorf("event id %s stored twice (seq %d and %d)", id, prev, m.Seq)
 		}
@@ -663,7 +685,7 @@ func checkUniqueIDs(t *testing.T, msgs []replay.Message) {
 		}
 		switch m.Event.Type() {
 		case encode.TypeAdded, encode.TypeUpdated, encode.TypeDeleted:
-			if late {
+			if late[m.Seq] != "" {
 				continue
 			}
 			key := m.Event.Type() + " " + m.Subject + " " + m.Ext(encode.ExtResourceVersion)
