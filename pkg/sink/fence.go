@@ -36,9 +36,9 @@ type LastMsgGetter interface {
 // was lost), the fence takes its sequence and the message is sent again.
 //
 // It remembers one sequence per subject, keyed by a hash of the subject
-// (a collision costs one extra read, never a wrong write), and forgets a
-// subject once its tombstone is stored, so its size follows the live
-// objects.
+// (a collision costs one extra read, never a wrong write), about 24 bytes
+// each, and forgets a subject once its tombstone is stored, so its entries
+// follow the live objects (its memory, a Go map's, stays at their peak).
 type Fence struct {
 	term      uint64
 	termOf    func(nats.Header) (uint64, error)

@@ -3,6 +3,8 @@ package sink
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -179,4 +181,44 @@ func TestFenceRetryOfAStoredMessage(t *testing.T) {
 	if err := w.write("kb.x", false); err != nil {
 		t.Fatalf("next write: %v", err)
 	}
+}
+
+// BenchmarkFenceMemory measures what the fence keeps per subject, and that
+// tombstones give it back:
+//
+//	go test -run '^$' -bench FenceMemory -benchtime 3x ./pkg/sink
+func BenchmarkFenceMemory(b *testing.B) {
+	const n = 100_000
+	subjects := make([]string, n)
+	for i := range subjects {
+		subjects[i] = fmt.Sprintf("kubebridge.prod.core.v1.configmaps.ns%d.cm-%d", i%100, i)
+	}
+	var perSubject, afterTombstones float64
+	for range b.N {
+		before := liveHeap()
+		f := NewFence(1, testTermOf, nil)
+		for i, s := range subjects {
+			f.stored(s, uint64(i+1), false)
+		}
+		filled := liveHeap()
+		for i, s := range subjects {
+			f.stored(s, uint64(n+i+1), true)
+		}
+		emptied := liveHeap()
+		if f.size() != 0 {
+			b.Fatalf("%d subjects left after their tombstones", f.size())
+		}
+		perSubject += float64(filled-before) / n
+		afterTombstones += float64(emptied-before) / n
+		runtime.KeepAlive(f)
+	}
+	b.ReportMetric(perSubject/float64(b.N), "B/subject")
+	b.ReportMetric(afterTombstones/float64(b.N), "B/subject-after-tombstones")
+}
+
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
