@@ -182,7 +182,7 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	stop := func() error { return shutdown(ctx, cfg, cancelHard, &wg, pb) }
 
 	liveCheck := func() error {
-		return live.check(nc.IsConnected(), in.pendingObjects()+pb.pub.InFlight(), pb.pub.LastActivity())
+		return live.check(nc.IsConnected(), in.publishable()+pb.pub.InFlight(), pb.pub.LastActivity())
 	}
 	h.live.Store(&liveCheck)
 	if serveHTTP && cfg.HTTPAddr != "off" {

@@ -59,3 +59,16 @@ func (in *intake) abandonHeld() int {
 	}
 	return n
 }
+
+// publishable is the number of objects with a change waiting or in flight
+// that the publisher is meant to be working on: none while a type is still
+// held, whose changes wait for its missed-delete scan (which retries and
+// logs on its own), not for the publisher. Liveness counts these.
+func (in *intake) publishable() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.held) > 0 {
+		return 0
+	}
+	return len(in.objects)
+}

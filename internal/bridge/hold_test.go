@@ -54,3 +54,18 @@ func TestAbandonHeld(t *testing.T) {
 		t.Errorf("%d objects still pending", n)
 	}
 }
+
+// Changes held for a missed-delete scan are not work the publisher is
+// stuck on: liveness does not count them.
+func TestHeldChangesAreNotPublishable(t *testing.T) {
+	in, _ := newTestIntake()
+	in.hold(configMaps)
+	in.Add(live(informers.Added, intakeCM("a", "u1", "1"), nil))
+	if n := in.publishable(); n != 0 {
+		t.Errorf("publishable %d while the type is held, want 0", n)
+	}
+	in.release(configMaps, nil)
+	if n := in.publishable(); n != 1 {
+		t.Errorf("publishable %d after release, want 1", n)
+	}
+}
