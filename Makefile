@@ -9,6 +9,11 @@ BIN := bin/bridge
 IMAGE ?= ghcr.io/kubebridge/kubebridge:$(VERSION)
 PKGS := ./...
 
+# Tools run at pinned versions through `go run`: nothing to install.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+GOIMPORTS := golang.org/x/tools/cmd/goimports@v0.52.0
+MODULE := github.com/kubebridge/kubebridge
+
 .PHONY: help build image test test-unit kube-bins lint run bench fuzz clean demo demo-up
 
 help: ## List the targets
@@ -35,9 +40,12 @@ test: ## Run unit, integration and end-to-end tests (builds the control plane on
 test-unit: ## Fast tests only (no control plane; end-to-end tests skip)
 	$(GO) test -race -short -count=1 $(PKGS)
 
-lint: ## gofmt and go vet
+lint: ## gofmt, goimports (standard library, third-party, this module), go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@out=$$($(GO) run $(GOIMPORTS) -local $(MODULE) -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "goimports -local $(MODULE) would change:"; echo "$$out"; exit 1; fi
+	@$(GO) run ./hack/importgroups -local $(MODULE) $$(git ls-files '*.go')
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
 
 run: build ## Run the bridge against the current kubeconfig (embedded NATS unless NATS_URL is set)
 	BRIDGE_RESOURCES="$${BRIDGE_RESOURCES:-configmaps; deployments.apps}" ./$(BIN)

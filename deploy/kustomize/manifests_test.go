@@ -27,7 +27,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kubebridge/kubebridge/internal/manifests"
 	"github.com/sethvargo/go-envconfig"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -43,6 +42,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/manifests"
 )
 
 var outDir = flag.String("out", "", "write the YAML each kustomization renders to `DIR`/<kustomization>.yaml")

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubebridge/kubebridge/internal/manifests"
 	"github.com/sethvargo/go-envconfig"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -34,6 +33,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/manifests"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
