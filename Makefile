@@ -3,29 +3,53 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-# The one build command; the Dockerfile's build stage runs the same line.
+# The one build command; `make image` and the Dockerfile's build stage run
+# it too. GOOS and GOARCH (empty: this machine's) pick the platform,
+# BIN_DIR where the binaries go.
 BUILD_FLAGS := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
-BIN := bin/bridge
-IMAGE ?= ghcr.io/kubebridge/kubebridge:$(VERSION)
+BIN_DIR ?= bin
+BIN := $(BIN_DIR)/bridge
 PKGS := ./...
+
+# The image: what `make image` builds and `make image-push` pushes.
+IMAGE ?= ghcr.io/kubebridge/kubebridge:$(VERSION)
+PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_DIR ?= bin/image
+IMAGE_TAR ?= bin/image.tar
+# Per-platform binaries, <os>/<arch>/ under this directory.
+IMAGE_BIN_DIR ?= bin/platforms
+# The annotations: the commit and its time, so two builds of one commit are
+# the same image (SOURCE_DATE_EPOCH, as reproducible builds name it).
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
 # Tools run at pinned versions through `go run`: nothing to install.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOIMPORTS := golang.org/x/tools/cmd/goimports@v0.52.0
 MODULE := github.com/kubebridge/kubebridge
 
-.PHONY: help build image test test-unit kube-bins lint run bench fuzz clean demo demo-up
+.PHONY: help build image image-push version test test-unit kube-bins lint run bench fuzz clean demo demo-up
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-build: ## Build bin/bridge and bin/kubebridge (the CLI)
-	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $(BIN) ./cmd/bridge
-	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o bin/kubebridge ./cmd/kubebridge
+build: ## Build bin/bridge and bin/kubebridge (the CLI), static
+	CGO_ENABLED=0 GOOS=$(GOOS) GOARCH=$(GOARCH) $(GO) build $(BUILD_FLAGS) -o $(BIN_DIR)/bridge ./cmd/bridge
+	CGO_ENABLED=0 GOOS=$(GOOS) GOARCH=$(GOARCH) $(GO) build $(BUILD_FLAGS) -o $(BIN_DIR)/kubebridge ./cmd/kubebridge
 
-image: ## Build the container image (needs a Docker engine)
-	@docker info >/dev/null 2>&1 || { echo "make image: no Docker engine reachable here; build the image where one runs (see README, Deploy)"; exit 1; }
-	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+version: ## Print the version make build stamps
+	@echo $(VERSION)
+
+image: ## Build the image for $(PLATFORMS), no Docker engine needed: OCI layout in bin/image, bin/image.tar for docker/podman load
+	@set -e; for p in $(PLATFORMS); do \
+	  $(MAKE) --no-print-directory build GOOS=$${p%%/*} GOARCH=$${p##*/} BIN_DIR=$(IMAGE_BIN_DIR)/$$p; \
+	done
+	$(GO) run ./hack/image build -bin $(IMAGE_BIN_DIR) -platforms "$(PLATFORMS)" -out $(IMAGE_DIR) -tar $(IMAGE_TAR) \
+	  -ref $(IMAGE) -version $(VERSION) -revision $(REVISION) -created $(SOURCE_DATE_EPOCH)
+
+image-push: ## Push the index make image built to IMAGE=registry/name:tag, with the credentials of docker login
+	@test -f $(IMAGE_DIR)/index.json || { echo "make image-push: no image in $(IMAGE_DIR); run make image first"; exit 1; }
+	$(GO) run ./hack/image push -layout $(IMAGE_DIR) -ref $(IMAGE)
 
 kube-bins: ## Build (or reuse) kube-apiserver, etcd and etcdctl for the end-to-end tests
 	@bash hack/build-kube-bins.sh >/dev/null

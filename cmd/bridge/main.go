@@ -13,6 +13,9 @@ import (
 	"strconv"
 	"syscall"
 
+	// CA roots for TLS to NATS and the API server where the image holds
+	// none (it is built from scratch): used only when the system has none.
+	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/klog/v2"
 
 	"github.com/kubebridge/kubebridge/internal/bridge"

@@ -8,6 +8,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	// CA roots for TLS to NATS where the image holds none (it is built
+	// from scratch): used only when the system has none.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/kubebridge/kubebridge/internal/cli"
 )
 
