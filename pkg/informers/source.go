@@ -99,6 +99,8 @@ func NewSource(clients Clients, res *Resource, scope Scope, transform cache.Tran
 		o.LabelSelector = scope.LabelSelector
 		o.FieldSelector = scope.FieldSelector
 	}
+	// One log of failures for the type, over all its informers.
+	failures := &watchErrors{now: s.now}
 	for _, ns := range namespaces {
 		inf, start, typed, err := newInformer(clients, res, ns, tweak, transform)
 		if err != nil {
@@ -107,6 +109,9 @@ func NewSource(clients Clients, res *Resource, scope Scope, transform cache.Tran
 		s.Typed = typed
 		if _, err := inf.AddEventHandler(s.handler()); err != nil {
 			return nil, fmt.Errorf("%s: add handler: %w", res, err)
+		}
+		if err := inf.SetWatchErrorHandlerWithContext(s.watchErrorHandler(failures)); err != nil {
+			return nil, fmt.Errorf("%s: set watch error handler: %w", res, err)
 		}
 		s.informers = append(s.informers, inf)
 		s.starters = append(s.starters, start)
@@ -143,13 +148,6 @@ func (s *Source) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("resource", s.Resource.String())
 	// Set before the informers start, so handlers see it without a lock.
 	s.logger = logger
-	for _, inf := range s.informers {
-		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-			s.observer.WatchError(s.Resource, err)
-			logger.Info("Watch failed; the informer will relist", "err", err)
-			cache.DefaultWatchErrorHandler(ctx, r, err)
-		})
-	}
 	for _, start := range s.starters {
 		start(ctx.Done())
 	}
