@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubebridge/kubebridge/internal/config"
@@ -220,9 +221,10 @@ func (w *deployWarnings) take() []string {
 	return out
 }
 
-// deployApply applies objs with server-side apply, as the admin; see
-// deployDryRun. Every apply must succeed without warnings.
-func deployApply(ctx context.Context, t *testing.T, rc *rest.Config, objs []*unstructured.Unstructured, mappings []*apimeta.RESTMapping) {
+// deployApply applies objs with server-side apply, as the admin; kinds
+// for which dryRun is true with dryRun=All (see deployDryRun). Every apply
+// must succeed without warnings.
+func deployApply(ctx context.Context, t *testing.T, rc *rest.Config, objs []*unstructured.Unstructured, mappings []*apimeta.RESTMapping, dryRun func(kind string) bool) {
 	t.Helper()
 	warnings := &deployWarnings{}
 	rc = rest.CopyConfig(rc)
@@ -253,7 +255,7 @@ func deployApply(ctx context.Context, t *testing.T, rc *rest.Config, objs []*uns
 		}
 		opts := metav1.PatchOptions{FieldManager: deployFieldManager, Force: &force}
 		mode := "applied"
-		if deployDryRun(o.GetKind()) {
+		if dryRun(o.GetKind()) {
 			opts.DryRun = []string{metav1.DryRunAll}
 			mode = "applied (dryRun=All)"
 		}
@@ -270,7 +272,7 @@ func deployApply(ctx context.Context, t *testing.T, rc *rest.Config, objs []*uns
 			t.Errorf("%s: apply returned %s %q (uid %q)", what, got.GetKind(), got.GetName(), got.GetUID())
 		}
 		switch {
-		case deployDryRun(o.GetKind()):
+		case dryRun(o.GetKind()):
 			// Validated and admitted, but not stored.
 			if _, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("%s: after a dry-run apply, get returns %v, want NotFound", what, err)
@@ -364,4 +366,31 @@ func deployBridgeConfig(t *testing.T, objs []*unstructured.Unstructured, ns stri
 	}
 	t.Logf("the bridge runs as ServiceAccount %s/%s: BRIDGE_RESOURCES=%q, BRIDGE_NAMESPACES=%q", d.Namespace, sa, env["BRIDGE_RESOURCES"], env["BRIDGE_NAMESPACES"])
 	return deployServiceAccount(d.Namespace, sa), cfg
+}
+
+// deployCleanup deletes, when the test ends, every object of objs that was
+// stored (not applied with dryRun), then namespace ns, which without a
+// controller-manager stays Terminating. Services hold cluster IPs of a
+// small range, so they must not be left behind.
+func deployCleanup(t *testing.T, cs kubernetes.Interface, dyn dynamic.Interface, objs []*unstructured.Unstructured, mappings []*apimeta.RESTMapping, ns string, dryRun func(kind string) bool) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for i := len(objs) - 1; i >= 0; i-- {
+			o, m := objs[i], mappings[i]
+			if dryRun(o.GetKind()) || (o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "") {
+				continue
+			}
+			var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+			if m.Scope.Name() == apimeta.RESTScopeNameNamespace {
+				ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+			}
+			if err := ri.Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Logf("cleanup: delete %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+		}
+		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Logf("cleanup: delete namespace %s: %v", ns, err)
+		}
+	})
 }

@@ -13,8 +13,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -140,29 +138,7 @@ func deployKustomization(t *testing.T, rc *rest.Config, cs kubernetes.Interface,
 	mappings := deployRewrite(t, mapper, objs, renderedNS, ns, "-"+id)
 	t.Logf("namespace %s (rendered: %s), cluster-scoped names suffixed -%s", ns, renderedNS, id)
 
-	// Cleanup: every stored object is deleted (Services hold cluster IPs of
-	// a small range), then the namespace, which without a controller-manager
-	// stays Terminating.
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for i := len(objs) - 1; i >= 0; i-- {
-			o, m := objs[i], mappings[i]
-			if deployDryRun(o.GetKind()) || (o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "") {
-				continue
-			}
-			var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-			if m.Scope.Name() == apimeta.RESTScopeNameNamespace {
-				ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
-			}
-			if err := ri.Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				t.Logf("cleanup: delete %s %s: %v", o.GetKind(), o.GetName(), err)
-			}
-		}
-		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Logf("cleanup: delete namespace %s: %v", ns, err)
-		}
-	})
+	deployCleanup(t, cs, dyn, objs, mappings, ns, deployDryRun)
 
 	// The namespaced overlay deploys into an existing namespace; create it
 	// as the base creates its own (Pod Security "restricted"), so the bridge
@@ -179,7 +155,7 @@ func deployKustomization(t *testing.T, rc *rest.Config, cs kubernetes.Interface,
 
 	// 3. Apply, in dependency order.
 	applyStart := time.Now()
-	deployApply(ctx, t, rc, objs, mappings)
+	deployApply(ctx, t, rc, objs, mappings, deployDryRun)
 	if t.Failed() {
 		t.FailNow()
 	}
