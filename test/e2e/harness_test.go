@@ -46,22 +46,31 @@ var harnessSeq atomic.Int64
 // harness is one test's view of an environment: clients, a namespace of
 // its own, and a subject prefix and stream of its own in the shared NATS.
 type harness struct {
-	t      *testing.T
-	env    *testenv.Env
-	cs     kubernetes.Interface
-	dyn    dynamic.Interface
-	ns     string
-	prefix string
-	stream string
-	nc     *nats.Conn
-	js     jetstream.JetStream
+	t       *testing.T
+	env     *testenv.Env
+	natsURL string // where the bridges and the reader connect
+	cs      kubernetes.Interface
+	dyn     dynamic.Interface
+	ns      string
+	prefix  string
+	stream  string
+	nc      *nats.Conn
+	js      jetstream.JetStream
 
 	bridges int
 }
 
 // newHarness sets up a harness on env (the shared one from testenv.Get, or
-// one the test started itself).
+// one the test started itself) and its NATS server.
 func newHarness(t *testing.T, env *testenv.Env) *harness {
+	t.Helper()
+	return newHarnessOn(t, env, env.NATSURL())
+}
+
+// newHarnessOn is newHarness with the bridges and the reader on the NATS
+// servers at natsURL (comma-separated, as NATS_URL takes them); readerOpts
+// are added to the reader's connection (credentials).
+func newHarnessOn(t *testing.T, env *testenv.Env, natsURL string, readerOpts ...nats.Option) *harness {
 	t.Helper()
 	if bridgeBin == "" {
 		t.Fatal("the bridge binary was not built (TestMain's Setup did not run)")
@@ -72,10 +81,11 @@ func newHarness(t *testing.T, env *testenv.Env) *harness {
 		name = name[:40]
 	}
 	h := &harness{
-		t:      t,
-		env:    env,
-		prefix: fmt.Sprintf("e2e%d-%s", n, name),
-		stream: fmt.Sprintf("E2E_%d_%s", n, strings.ReplaceAll(strings.ToUpper(name), "-", "_")),
+		t:       t,
+		env:     env,
+		natsURL: natsURL,
+		prefix:  fmt.Sprintf("e2e%d-%s", n, name),
+		stream:  fmt.Sprintf("E2E_%d_%s", n, strings.ReplaceAll(strings.ToUpper(name), "-", "_")),
 	}
 	rc := env.RESTConfig()
 	rc.QPS, rc.Burst = 500, 1000
@@ -88,7 +98,7 @@ func newHarness(t *testing.T, env *testenv.Env) *harness {
 	}
 	h.ns = h.newNamespace()
 
-	h.nc, err = nats.Connect(env.NATSURL(), nats.Name("e2e-reader"), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond), nats.RetryOnFailedConnect(true))
+	h.nc, err = nats.Connect(natsURL, append([]nats.Option{nats.Name("e2e-reader"), nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond), nats.RetryOnFailedConnect(true)}, readerOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +180,7 @@ func (h *harness) bridgeEnv(vars map[string]string) []string {
 		"HOME":                  os.Getenv("HOME"),
 		"TMPDIR":                os.TempDir(),
 		"KUBECONFIG":            h.env.KubeconfigPath(),
-		"NATS_URL":              h.env.NATSURL(),
+		"NATS_URL":              h.natsURL,
 		"BRIDGE_CLUSTER_NAME":   cluster,
 		"BRIDGE_SUBJECT_PREFIX": h.prefix,
 		"BRIDGE_STREAM_NAME":    h.stream,

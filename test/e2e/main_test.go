@@ -13,9 +13,10 @@ import (
 	"github.com/kubebridge/kubebridge/internal/testenv"
 )
 
-// bridgeBin is the bridge binary built by TestMain (empty when the
-// control-plane binaries are missing and the tests skip).
-var bridgeBin string
+// bridgeBin and natsServerBin are the binaries built by TestMain (empty
+// when the control-plane binaries are missing and the tests skip): the
+// bridge, and nats-server for the tests that run NATS as processes.
+var bridgeBin, natsServerBin string
 
 func TestMain(m *testing.M) {
 	testenv.Main(m, testenv.Options{
@@ -29,7 +30,8 @@ func TestMain(m *testing.M) {
 				return err
 			}
 			bridgeBin = bin
-			return nil
+			natsServerBin, err = testenv.BuildNATSServer(ctx, env.Dir())
+			return err
 		},
 	})
 }
