@@ -1,7 +1,9 @@
 // Package testenv runs a real, throw-away control plane for end-to-end
 // tests: etcd and kube-apiserver as child processes (built from Go modules
 // by hack/build-kube-bins.sh) plus an in-process NATS server with
-// JetStream enabled.
+// JetStream enabled; and, for tests that SIGKILL NATS servers or cluster
+// them, nats-server processes run from config files (NATSProcess,
+// NATSCluster).
 //
 // It owns the lifecycle of those processes and everything they need on
 // disk (temp dir, ports, serving certs, service-account keys, the admin
