@@ -845,62 +845,6 @@ func podHasPort(pod *corev1.PodTemplateSpec, target intstr.IntOrString) bool {
 	return false
 }
 
-// TestNATSServer: a kustomization that brings NATS runs it as a StatefulSet
-// with JetStream on a persistent volume.
-func TestNATSServer(t *testing.T) {
-	for _, b := range okBuilds(t) {
-		exp, known := want[b.name]
-		sets := ofType[*appsv1.StatefulSet](b)
-		if known && !exp.nats {
-			if len(sets) > 0 {
-				t.Errorf("%s: has StatefulSets, but brings no NATS server", b.name)
-			}
-			continue
-		}
-		if !known {
-			continue
-		}
-		if len(sets) != 1 {
-			t.Fatalf("%s: %d StatefulSets, want the NATS server", b.name, len(sets))
-		}
-		ss := sets[0]
-		if ss.Spec.Replicas == nil || *ss.Spec.Replicas != 1 {
-			t.Errorf("%s: StatefulSet %s: want 1 replica", b.name, ss.Name)
-		}
-		if findService(b, ss.Namespace, ss.Spec.ServiceName) == nil {
-			t.Errorf("%s: StatefulSet %s: governing Service %s is not in the output", b.name, ss.Name, ss.Spec.ServiceName)
-		}
-		c := ss.Spec.Template.Spec.Containers[0]
-		args := strings.Join(append(slices.Clone(c.Command), c.Args...), " ")
-		if !strings.Contains(args, "-js") || !strings.Contains(args, "-sd /data") {
-			t.Errorf("%s: NATS runs %q: want JetStream (-js) stored in /data (-sd /data)", b.name, args)
-		}
-		if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/data" && !m.ReadOnly }) {
-			t.Errorf("%s: NATS has no writable volume at /data", b.name)
-		}
-		if len(ss.Spec.VolumeClaimTemplates) != 1 {
-			t.Errorf("%s: NATS: want one volumeClaimTemplate", b.name)
-		} else if size := ss.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]; size.String() != "1Gi" {
-			t.Errorf("%s: NATS volume %s, want 1Gi", b.name, size.String())
-		}
-		for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
-			if p == nil || p.HTTPGet == nil || !strings.HasPrefix(p.HTTPGet.Path, "/healthz") || p.HTTPGet.Port != intstr.FromString("monitor") {
-				t.Errorf("%s: NATS probes must GET /healthz on the monitor port (8222)", b.name)
-				break
-			}
-		}
-		svc := findService(b, ss.Namespace, "nats")
-		if svc == nil {
-			t.Fatalf("%s: no Service nats", b.name)
-		}
-		for name, port := range map[string]int32{"client": 4222, "monitor": 8222} {
-			if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == name && p.Port == port }) {
-				t.Errorf("%s: Service nats has no port %s %d", b.name, name, port)
-			}
-		}
-	}
-}
-
 // TestRBAC: roles grant only get, list and watch (and, with leader election,
 // get, create and update on Leases in a Role in the Lease's namespace),
 // without wildcards, only

@@ -48,8 +48,8 @@ type podSpec struct {
 	groups     []int64 // supplementary groups (fsGroup)
 	readOnly   bool    // readOnlyRootFilesystem
 	mounts     []podMount
-	hosts      string            // /etc/hosts
-	services   map[string]string // Service "clusterIP:port" → where it is served here
+	hosts      string                   // /etc/hosts
+	services   map[string]func() string // Service "clusterIP:port" → where it is served here (an endpoint each time)
 }
 
 // podMount is a host file or directory mounted into the container.

@@ -61,9 +61,9 @@ func (n *podNet) dial(ctx context.Context, network, addr string) (net.Conn, erro
 }
 
 // forward listens on addr inside the pod's network and forwards every
-// connection to target outside it, as kube-proxy forwards a Service's
-// cluster IP and port to an endpoint.
-func (n *podNet) forward(addr, target string) error {
+// connection to an address outside it that target picks, as kube-proxy
+// forwards a Service's cluster IP and port to one of its endpoints.
+func (n *podNet) forward(addr string, target func() string) error {
 	var l net.Listener
 	if err := n.in(func() error {
 		var err error
@@ -81,7 +81,7 @@ func (n *podNet) forward(addr, target string) error {
 			if err != nil {
 				return
 			}
-			go n.pipe(c, target)
+			go n.pipe(c, target())
 		}
 	}()
 	return nil

@@ -41,7 +41,7 @@ type kubelet struct {
 	apiPort int32
 	caPEM   []byte
 	// services: "clusterIP:port" → where that Service is served here.
-	services map[string]string
+	services map[string]func() string
 	hosts    string // the cluster DNS names of the Services, as /etc/hosts lines
 	seq      int
 }

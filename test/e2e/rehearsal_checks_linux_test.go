@@ -153,6 +153,27 @@ func (r *rehearsal) leader() (leader, standby *rehearsalPod) {
 	return leader, standby
 }
 
+// checkStream: the bridge made its stream with BRIDGE_STREAM_REPLICAS
+// copies, one on each NATS server, and every copy is current.
+func (r *rehearsal) checkStream(leader *rehearsalPod) {
+	t := r.t
+	t.Helper()
+	cfg := leader.cfg
+	s, err := r.js.Stream(r.ctx, cfg.StreamName)
+	must(t, err)
+	info, err := s.Info(r.ctx)
+	must(t, err)
+	if info.Config.Replicas != cfg.StreamReplicas || info.Cluster == nil || len(info.Cluster.Replicas)+1 != cfg.StreamReplicas {
+		t.Fatalf("stream %s: %d replicas configured, cluster %+v; want %d (BRIDGE_STREAM_REPLICAS)", cfg.StreamName, info.Config.Replicas, info.Cluster, cfg.StreamReplicas)
+	}
+	for _, p := range info.Cluster.Replicas {
+		if !p.Current {
+			t.Errorf("stream %s: replica on %s is not current", cfg.StreamName, p.Name)
+		}
+	}
+	t.Logf("stream %s: %d replicas, leader %s, %d messages", cfg.StreamName, info.Config.Replicas, info.Cluster.Leader, info.State.Msgs)
+}
+
 // expectedEvent is an event a change the rehearsal makes must cause.
 type expectedEvent struct {
 	subject, ceType, rv, kind, name string

@@ -1,14 +1,15 @@
 package e2e
 
 import (
-	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -25,78 +26,92 @@ import (
 	"github.com/kubebridge/kubebridge/internal/config"
 )
 
-// startNATS serves the NATS server of the overlay's StatefulSet: its
-// container's arguments parsed by nats-server's own command line parser,
-// its data volume in a directory of the test's. The overlay's Services
-// that select it lead to it: each Service port's target port, by name, is
-// a container port of the StatefulSet, which is the client or the
-// monitoring port of this server.
+// startNATS creates the NATS Secrets as the README says
+// (hack/nats-secrets.sh), and serves the NATS servers of the overlay's
+// StatefulSet in this process: as many as its replicas, each with the
+// nats.conf of its ConfigMap parsed by nats-server with the container's
+// environment (its pod name, the Secrets' passwords), clustered over their
+// routes. The overlay's Services that select them lead to them: each
+// Service port's target port, by name, is a container port, served by the
+// servers' client or monitoring listener, one server per connection.
 func (r *rehearsal) startNATS() {
 	t := r.t
 	t.Helper()
+	r.createNATSSecrets()
 	sts, err := r.cs.AppsV1().StatefulSets(r.id).Get(r.ctx, "nats", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the overlay's NATS StatefulSet: %v", err)
 	}
-	c := sts.Spec.Template.Spec.Containers[0]
-	fs := flag.NewFlagSet("nats-server", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	opts, err := server.ConfigureOptions(fs, c.Args, func() {}, func() {}, func() {})
-	if err != nil {
-		t.Fatalf("nats-server %s: %v", strings.Join(c.Args, " "), err)
+	cms, err := r.cs.CoreV1().ConfigMaps(r.id).List(r.ctx, metav1.ListOptions{})
+	must(t, err)
+	configMaps := map[string]map[string]string{}
+	for _, cm := range cms.Items {
+		configMaps[cm.Name] = cm.Data
 	}
-	clientPort, monitorPort := opts.Port, opts.HTTPPort
-	if clientPort == 0 {
-		clientPort = server.DEFAULT_PORT
-	}
-	// The volumes the StatefulSet mounts are directories of the test.
-	onVolume := false
-	for _, vm := range c.VolumeMounts {
-		if opts.StoreDir == vm.MountPath || strings.HasPrefix(opts.StoreDir, vm.MountPath+"/") {
-			opts.StoreDir = filepath.Join(t.TempDir(), strings.TrimPrefix(opts.StoreDir, vm.MountPath))
-			onVolume = true
+	secretList, err := r.cs.CoreV1().Secrets(r.id).List(r.ctx, metav1.ListOptions{})
+	must(t, err)
+	secrets := map[string]map[string]string{}
+	for _, s := range secretList.Items {
+		secrets[s.Name] = map[string]string{}
+		for k, v := range s.Data {
+			secrets[s.Name][k] = string(v)
 		}
 	}
-	if !opts.JetStream || !onVolume {
-		t.Fatalf("nats-server %s: JetStream %v, store %q; want JetStream stored on a volume", strings.Join(c.Args, " "), opts.JetStream, opts.StoreDir)
+	var opts []*server.Options
+	for i := range int(*sts.Spec.Replicas) {
+		opts = append(opts, natsServerOptions(t, sts, configMaps, i, secrets))
 	}
-	opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
-	opts.HTTPHost, opts.HTTPPort = "127.0.0.1", server.RANDOM_PORT
-	opts.NoSigs, opts.NoLog = true, true
-	s, err := server.NewServer(opts)
+	c := sts.Spec.Template.Spec.Containers[0]
+	clientPort, monitorPort := int32(opts[0].Port), int32(opts[0].HTTPPort)
+	servers := startNATSServers(t, sts, opts)
+	var clients, monitors []string
+	for _, s := range servers {
+		clients = append(clients, clientHost(t, s))
+		monitors = append(monitors, s.MonitorAddr().String())
+	}
+	serves := map[int32]func() string{clientPort: roundRobin(clients), monitorPort: roundRobin(monitors)}
+	r.services = map[string]func() string{}
+	r.serveSelected(sts, c, serves)
+
+	// The rehearsal reads the stream as a reader.
+	reader := secrets["kubebridge-nats-reader"]
+	nc, err := nats.Connect(strings.Join(clients, ","), nats.Name("rehearsal-reader"), nats.UserInfo(reader["user"], reader["password"]))
 	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	u, err := url.Parse(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	serves := map[int32]string{int32(clientPort): u.Host}
-	if monitorPort > 0 {
-		serves[int32(monitorPort)] = s.MonitorAddr().String()
-	}
-	r.natsURL = s.ClientURL()
-	nc, err := nats.Connect(r.natsURL, nats.Name("rehearsal-reader"))
-	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("connect as the reader: %v", err)
 	}
 	t.Cleanup(nc.Close)
 	if r.js, err = jetstream.New(nc); err != nil {
 		t.Fatal(err)
 	}
-	r.services = map[string]string{}
-	r.serveSelected(sts, c, serves)
-	t.Logf("nats-server %s (JetStream, store %s) serves the StatefulSet %s", strings.Join(c.Args, " "), opts.StoreDir, sts.Name)
+	r.natsURL = strings.Join(clients, ",")
+	t.Logf("%d nats-servers (nats-server --config of ConfigMap, JetStream, cluster %s) serve the StatefulSet %s", len(servers), opts[0].Cluster.Name, sts.Name)
+}
+
+// createNATSSecrets runs hack/nats-secrets.sh, as the README tells users
+// to, against the test apiserver.
+func (r *rehearsal) createNATSSecrets() {
+	t := r.t
+	t.Helper()
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("hack/nats-secrets.sh needs kubectl: %v", err)
+	}
+	cmd := exec.CommandContext(r.ctx, filepath.Join(deployModuleRoot(t), "hack", "nats-secrets.sh"), r.id)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+r.env.KubeconfigPath(), "PATH="+filepath.Dir(kubectl)+":"+os.Getenv("PATH"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/nats-secrets.sh %s: %v\n%s", r.id, err, out)
+	}
+}
+
+// roundRobin returns the addresses in turn.
+func roundRobin(addrs []string) func() string {
+	var next atomic.Int64
+	return func() string { return addrs[int(next.Add(1)-1)%len(addrs)] }
 }
 
 // serveSelected maps every Service port of the namespace whose Service
 // selects the StatefulSet's pods to the address serving its target port.
-func (r *rehearsal) serveSelected(sts *appsv1.StatefulSet, c corev1.Container, serves map[int32]string) {
+func (r *rehearsal) serveSelected(sts *appsv1.StatefulSet, c corev1.Container, serves map[int32]func() string) {
 	t := r.t
 	svcs, err := r.cs.CoreV1().Services(r.id).List(r.ctx, metav1.ListOptions{})
 	if err != nil {
@@ -133,7 +148,7 @@ func (r *rehearsal) newKubelet(imageDir string, cfg *v1.ConfigFile) *kubelet {
 		t.Fatal(err)
 	}
 	k := &kubelet{t: t, ctx: r.ctx, cs: r.cs, dir: t.TempDir(), image: imageDir, cfg: cfg, apiIP: api.Spec.ClusterIP, apiPort: api.Spec.Ports[0].Port, caPEM: readAll(t, r.env.CAFile()), services: r.services}
-	k.services[net.JoinHostPort(k.apiIP, strconv.Itoa(int(k.apiPort)))] = apiURL.Host
+	k.services[net.JoinHostPort(k.apiIP, strconv.Itoa(int(k.apiPort)))] = func() string { return apiURL.Host }
 	var hosts strings.Builder
 	fmt.Fprintf(&hosts, "%s\tkubernetes kubernetes.default kubernetes.default.svc kubernetes.default.svc.cluster.local\n", k.apiIP)
 	svcs, err := r.cs.CoreV1().Services(r.id).List(r.ctx, metav1.ListOptions{})

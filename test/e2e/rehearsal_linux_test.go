@@ -48,8 +48,9 @@ type rehearsal struct {
 	id      string // the namespace, and the suffix of cluster-scoped names
 	natsURL string
 	js      jetstream.JetStream
-	// services: "clusterIP:port" of a Service → where it is served here.
-	services map[string]string
+	// services: "clusterIP:port" of a Service → its endpoints here, one
+	// each time (kube-proxy's choice).
+	services map[string]func() string
 	pods     []*rehearsalPod
 }
 
@@ -151,6 +152,7 @@ func TestDeploymentRehearsal(t *testing.T) {
 	}
 	leader, standby := r.leader()
 	t.Logf("both replicas ready; %s leads, %s stands by", leader.spec.name, standby.spec.name)
+	r.checkStream(leader)
 
 	ns := r.checkChanges(leader)
 	r.checkTakeover(leader, standby, ns)

@@ -1,0 +1,256 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubebridge/kubebridge/internal/cli"
+	"github.com/kubebridge/kubebridge/internal/testenv"
+	"github.com/kubebridge/kubebridge/pkg/consume"
+	"github.com/kubebridge/kubebridge/pkg/encode"
+)
+
+// TestNATSLeastPrivilege runs a NATS server with the configuration of
+// overlays/with-nats (nats.conf parsed by nats-server, its users'
+// passwords as hack/nats-secrets.sh would make them) and checks both of
+// its users:
+//   - the bridge, with the kubebridge user's credentials, does all its
+//     duties: it creates its stream, stores its term, publishes snapshots
+//     and changes, scans the stream for deletes missed while it was down,
+//     and reads a subject's last message when a second bridge fences it;
+//     it cannot purge or delete the stream, nor publish elsewhere;
+//   - the reader bootstraps with pkg/consume and passes kubebridge verify,
+//     and its publish into the bridge's subjects, its purge and its
+//     delete of the stream are refused;
+//   - an anonymous connection, and a wrong password, are refused.
+func TestNATSLeastPrivilege(t *testing.T) {
+	env := testenv.Get(t)
+	users := map[string]map[string]string{
+		"kubebridge-nats":        {"user": "kubebridge", "password": randomPassword(t)},
+		"kubebridge-nats-reader": {"user": "reader", "password": randomPassword(t)},
+	}
+	url := startOverlayNATSAlone(t, users)
+	bridgeUser, reader := users["kubebridge-nats"], users["kubebridge-nats-reader"]
+
+	h := newHarnessOn(t, env, url, nats.UserInfo(reader["user"], reader["password"]))
+	// The names the configuration grants: the bridge's defaults.
+	h.prefix, h.stream = "kubebridge", "KUBEBRIDGE"
+	vars := map[string]string{
+		"NATS_USER": bridgeUser["user"], "NATS_PASSWORD": bridgeUser["password"],
+		"BRIDGE_SUBJECT_PREFIX": h.prefix, "BRIDGE_STREAM_NAME": h.stream, "BRIDGE_RESOURCES": "configmaps",
+	}
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		h.createCM(h.ns, name, nil, map[string]string{"k": name})
+	}
+	// Creates the stream, stores its term, publishes a start-up snapshot
+	// and a change.
+	first := h.startBridge(vars)
+	h.createCM(h.ns, "f", nil, map[string]string{"k": "f"})
+	cm := h.touchCM(h.ns, "f")
+	h.waitEvent(h.cmSubject(h.ns, "f"), encode.TypeUpdated, cm.ResourceVersion)
+	first.stop()
+
+	// Deletes made while no bridge runs: the next one finds them by
+	// scanning the stream.
+	h.deleteCM(h.ns, "a")
+	h.deleteCM(h.ns, "b")
+	second := h.startBridge(vars)
+	for _, name := range []string{"a", "b"} {
+		h.waitEvent(h.cmSubject(h.ns, name), encode.TypeDeleted, "")
+	}
+	if n := second.scrape().sum("kubebridge_missed_deletes_total"); n != 2 {
+		t.Errorf("kubebridge_missed_deletes_total %v, want 2", n)
+	}
+
+	// A second bridge starts without leader election: the first one's next
+	// refused publish reads the subject's last message and finds the newer
+	// term.
+	third := h.startBridge(vars)
+	second.stopped.Store(true)
+	for i := 0; !second.exited() && i < 50; i++ {
+		h.touchCM(h.ns, "c")
+		time.Sleep(200 * time.Millisecond)
+	}
+	code := waitExitNonZero(t, second, "fenced bridge")
+	if second.countLog(fencedLine) == 0 {
+		t.Errorf("the fenced bridge (exit %d) did not log why", code)
+	}
+	checkRefusedFor(t, "the bridge", url, bridgeUser)
+
+	// The reader: a state from the stream, verify, and nothing else.
+	checkReaderState(t, h, url, reader)
+	var out, errOut bytes.Buffer
+	args := []string{"verify", "-s", url, "--user", reader["user"], "--password", reader["password"], "--cluster", cluster,
+		"--against-cluster", "--kubeconfig", env.KubeconfigPath(), "-n", h.ns, "configmaps"}
+	if code := cli.Run(context.Background(), args, &out, &errOut); code != 0 {
+		t.Errorf("kubebridge verify as the reader: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	checkRefusedFor(t, "the reader", url, reader)
+
+	for what, opts := range map[string][]nats.Option{
+		"anonymous":          nil,
+		"a wrong password":   {nats.UserInfo(reader["user"], "wrong")},
+		"an unknown account": {nats.UserInfo("admin", reader["password"])},
+	} {
+		if nc, err := nats.Connect(url, opts...); err == nil {
+			nc.Close()
+			t.Errorf("%s connection is let in", what)
+		} else if !errors.Is(err, nats.ErrAuthorization) {
+			t.Errorf("%s connection: %v, want an authorization violation", what, err)
+		}
+	}
+	third.stop()
+}
+
+// startOverlayNATSAlone runs server 0 of overlays/with-nats's StatefulSet
+// in this process, alone (no routes, no cluster), with users' passwords.
+func startOverlayNATSAlone(t *testing.T, users map[string]map[string]string) string {
+	t.Helper()
+	objs := deployRender(t, filepath.Join(deployModuleRoot(t), "deploy", "kustomize", "overlays", "with-nats"))
+	var sts *appsv1.StatefulSet
+	configMaps := map[string]map[string]string{}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "StatefulSet":
+			sts = &appsv1.StatefulSet{}
+			must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, sts))
+		case "ConfigMap":
+			cm := &corev1.ConfigMap{}
+			must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, cm))
+			configMaps[cm.Name] = cm.Data
+		}
+	}
+	if sts == nil {
+		t.Fatal("overlays/with-nats has no StatefulSet")
+	}
+	opts := natsServerOptions(t, sts, configMaps, 0, users)
+	opts.Cluster, opts.Routes = server.ClusterOpts{}, nil
+	return startNATSServers(t, sts, []*server.Options{opts})[0].ClientURL()
+}
+
+// checkRefusedFor: who may neither purge nor delete the stream, nor
+// publish outside what its role needs (the reader: anywhere on the
+// bridge's subjects; the bridge: outside them).
+func checkRefusedFor(t *testing.T, who, url string, creds map[string]string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The refusals come back as asynchronous errors too; they are checked
+	// below, not printed.
+	nc, err := nats.Connect(url, nats.UserInfo(creds["user"], creds["password"]), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatalf("%s cannot connect: %v", who, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	must(t, err)
+	before := streamMsgs(t, js)
+	if err := js.DeleteStream(ctx, "KUBEBRIDGE"); err == nil {
+		t.Errorf("%s deleted the stream", who)
+	}
+	if s, err := js.Stream(ctx, "KUBEBRIDGE"); err == nil {
+		if err := s.Purge(ctx); err == nil {
+			t.Errorf("%s purged the stream", who)
+		}
+	}
+	subject := "kubebridge." + cluster + ".core.v1.configmaps.forged.x"
+	if who == "the bridge" {
+		subject = "elsewhere.forged"
+	}
+	if _, err := js.Publish(ctx, subject, []byte("forged")); err == nil {
+		t.Errorf("%s published on %s", who, subject)
+	}
+	if err := nc.Publish(subject, []byte("forged")); err == nil {
+		_ = nc.Flush()
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := nc.LastError(); err == nil || !strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+		t.Errorf("%s published on %s without a permissions violation (last error %v)", who, subject, err)
+	}
+	if after := streamMsgs(t, js); after < before {
+		t.Errorf("the stream lost messages (%d, then %d) while %s tried", before, after, who)
+	}
+}
+
+// checkReaderState bootstraps a pkg/consume State as the reader, both
+// ways, and compares it with the apiserver's list.
+func checkReaderState(t *testing.T, h *harness, url string, reader map[string]string) {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.UserInfo(reader["user"], reader["password"]))
+	must(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	must(t, err)
+	client, err := consume.New(js, consume.WithCluster(cluster))
+	must(t, err)
+	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
+	for _, mode := range []consume.BootstrapMode{consume.LastPerSubject, consume.FullReplay} {
+		st, err := client.NewState([]consume.Filter{{Resource: "configmaps", Namespace: h.ns}}, consume.Bootstrap(mode))
+		must(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		go func() { _ = st.Run(ctx) }()
+		if err := st.WaitForSync(ctx); err != nil {
+			t.Fatalf("the reader's %v state: %v", mode, err)
+		}
+		got := map[string]string{}
+		for _, o := range st.Indexer("configmaps").List() {
+			m := o.(metav1.Object)
+			got[h.cmSubject(m.GetNamespace(), m.GetName())] = m.GetResourceVersion()
+		}
+		cancel()
+		if d := diffState(got, want); d != "" {
+			t.Errorf("the reader's %v state differs from the apiserver:\n%s", mode, d)
+		}
+	}
+}
+
+func streamMsgs(t *testing.T, js jetstream.JetStream) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, "KUBEBRIDGE")
+	must(t, err)
+	info, err := s.Info(ctx)
+	must(t, err)
+	return info.State.Msgs
+}
+
+func randomPassword(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 24)
+	_, err := rand.Read(b)
+	must(t, err)
+	return hex.EncodeToString(b)
+}
+
+// touchCM changes a ConfigMap's data, so that it gets a new
+// resourceVersion and an updated event.
+func (h *harness) touchCM(ns, name string) *corev1.ConfigMap {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cm, err := h.cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data["touched"] = time.Now().Format(time.RFC3339Nano)
+	return h.updateCM(cm)
+}
