@@ -158,8 +158,8 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 		return err
 	}
 	lm.Term.Set(float64(fence.Term()))
-	m.FenceRefusals(fence.Overwrote, fence.Adopted)
-	rec.seen = fence.Seed
+	m.FenceRefusals(fence.Overwrote, fence.Adopted, fence.Foreign)
+	rec.seen = fence.Observe
 	go func() {
 		select {
 		case <-deposed:

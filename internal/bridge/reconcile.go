@@ -31,10 +31,11 @@ type streamTail interface {
 type reconciler struct {
 	tail     streamTail
 	subjects encode.Subjects
-	// seen, if set, is told the last sequence of every subject scanned:
-	// the fence starts from it, so the snapshot that follows the scan is
-	// not refused once per object.
-	seen func(subject string, seq uint64)
+	// seen, if set, is told the last sequence and headers of every
+	// subject scanned: the fence starts from it, so the snapshot that
+	// follows the scan is not refused once per object. It reports (true)
+	// a foreign last message, which no refusal will then.
+	seen func(ctx context.Context, subject string, seq uint64, header nats.Header) bool
 }
 
 // missedDeletes reads the last message of every object subject of res and
@@ -55,10 +56,13 @@ func (r *reconciler) missedDeletes(ctx context.Context, res *informers.Resource,
 	scanned := 0
 	err = r.tail.LastPerSubject(ctx, filter, func(subject string, seq uint64, h nats.Header) error {
 		scanned++
-		if r.seen != nil {
-			r.seen(subject, seq)
+		if r.seen != nil && r.seen(ctx, subject, seq, h) {
+			// Foreign: no object's state to delete. If the cluster has the
+			// object, its start-up snapshot overwrites the message; else
+			// readers report it.
+			return nil
 		}
-		if h.Get("ce-type") == encode.TypeDeleted {
+		if h.Get(encode.HeaderType) == encode.TypeDeleted {
 			return nil
 		}
 		ref, err := r.subjects.ParseObject(subject)
@@ -92,7 +96,7 @@ func (r *reconciler) missedDeletes(ctx context.Context, res *informers.Resource,
 		// Checked again on the message read now: the object may have been
 		// published since the scan.
 		ref, _ := r.subjects.ParseObject(subject)
-		if msg.Header.Get("ce-type") == encode.TypeDeleted || cached(cache, ref, obj.GetUID()) || !selector.Matches(labels.Set(obj.GetLabels())) {
+		if msg.Header.Get(encode.HeaderType) == encode.TypeDeleted || cached(cache, ref, obj.GetUID()) || !selector.Matches(labels.Set(obj.GetLabels())) {
 			continue
 		}
 		deletes = append(deletes, informers.Change{Verb: informers.Deleted, Resource: res, Object: obj, FinalStateUnknown: true, ObservedAt: now})

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,7 +27,7 @@ type termPublisher interface {
 // carries it (enc.Term), and every publish is conditional on its subject's
 // last sequence, so a replica that has been deposed, but does not know it
 // yet, cannot overwrite what this term wrote.
-func startTerm(ctx context.Context, js termPublisher, stream sink.LastMsgGetter, enc *encode.Encoder, d encode.TermData, now time.Time, backoff time.Duration) (*sink.Fence, error) {
+func startTerm(ctx context.Context, js termPublisher, stream termStream, enc *encode.Encoder, d encode.TermData, now time.Time, backoff time.Duration) (*sink.Fence, error) {
 	logger := klog.FromContext(ctx)
 	msg, err := enc.TermMarker(d, now)
 	if err != nil {
@@ -40,7 +41,7 @@ func startTerm(ctx context.Context, js termPublisher, stream sink.LastMsgGetter,
 		if err == nil {
 			enc.Term = ack.Sequence
 			logger.Info("Term started: every event carries this term; a publish over a newer term's message is refused", "term", ack.Sequence, "holder", d.Holder)
-			return sink.NewFence(ack.Sequence, encode.TermOf, stream), nil
+			return sink.NewFence(ack.Sequence, streamTerms{stream: stream, subject: msg.Subject}, stream), nil
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("term marker: %w", ctx.Err())
@@ -52,6 +53,42 @@ func startTerm(ctx context.Context, js termPublisher, stream sink.LastMsgGetter,
 			return nil, fmt.Errorf("term marker: %w", ctx.Err())
 		}
 		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// termStream is the part of jetstream.Stream a term's fence reads.
+type termStream interface {
+	sink.LastMsgGetter
+	GetMsg(ctx context.Context, seq uint64, opts ...jetstream.GetMsgOpt) (*jetstream.RawStreamMsg, error)
+}
+
+// streamTerms reads terms as the contract defines them: an event's term
+// is its ce-term header, and a term exists where a term marker of this
+// cluster is stored at the stream sequence it names.
+type streamTerms struct {
+	stream  termStream
+	subject string // this cluster's term subject
+}
+
+func (s streamTerms) Of(h nats.Header) (uint64, bool) {
+	if h.Get(encode.HeaderSpecVersion) == "" {
+		return 0, false
+	}
+	term, err := encode.TermOf(h)
+	return term, err == nil
+}
+
+func (s streamTerms) Marker(ctx context.Context, seq uint64) (sink.MarkerState, error) {
+	m, err := s.stream.GetMsg(ctx, seq)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return sink.MarkerGone, nil
+	case err != nil:
+		return 0, fmt.Errorf("read stream sequence %d for its term marker: %w", seq, err)
+	case m.Subject == s.subject && m.Header.Get(encode.HeaderType) == encode.TypeTerm:
+		return sink.MarkerStored, nil
+	default:
+		return sink.MarkerAbsent, nil
 	}
 }
 

@@ -29,13 +29,17 @@ func (m *Metrics) Leadership() Leadership {
 }
 
 // FenceRefusals registers the count of publishes JetStream refused because
-// their subject had moved on, by how they were resolved: the subject's last
-// message was an older term's (overwritten) or this term's own (adopted).
-// A refusal by a newer term ends the replica and is logged instead.
-func (m *Metrics) FenceRefusals(overwrote, adopted func() int64) {
+// their subject had moved on, by how they were resolved (the subject's last
+// message was an older term's, overwritten, or this term's own, adopted),
+// and the count of foreign messages found on the bridge's subjects. A
+// refusal by a newer term ends the replica and is logged instead.
+func (m *Metrics) FenceRefusals(overwrote, adopted, foreign func() int64) {
 	for outcome, f := range map[string]func() int64{"overwrote": overwrote, "adopted": adopted} {
 		m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "fence_refusals_total",
 			Help:        "Publishes refused for their subject's last sequence, by resolution: overwrote (an older term's message) or adopted (this term's own).",
 			ConstLabels: prometheus.Labels{"outcome": outcome}}, func() float64 { return float64(f()) }))
 	}
+	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "foreign_messages_total",
+		Help: "Messages on the bridge's subjects that no bridge of this cluster wrote (no CloudEvents headers, or a term no term marker backs), found under a refused publish or by the start-up scan. Each is overwritten at the object's next publish, and never fences the bridge."},
+		func() float64 { return float64(foreign()) }))
 }

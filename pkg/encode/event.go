@@ -65,6 +65,13 @@ const (
 	ceHeaderPrefix = "ce-"
 )
 
+// The headers of the CloudEvents attributes that headers-only readers
+// (the missed-delete scan, the fence) look at.
+const (
+	HeaderSpecVersion = ceHeaderPrefix + "specversion"
+	HeaderType        = ceHeaderPrefix + "type"
+)
+
 // ContentTypeJSON is the datacontenttype of every event with data.
 const ContentTypeJSON = "application/json"
 

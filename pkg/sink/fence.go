@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/klog/v2"
 )
 
 // ErrFenced is passed to Done, and returned by Fence.Err, once a newer term
@@ -27,13 +28,59 @@ type LastMsgGetter interface {
 	GetLastMsgForSubject(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error)
 }
 
+// TermReader tells a Fence which term wrote a stored message, and whether
+// a term is real.
+type TermReader interface {
+	// Of reads the term a stored message was written in from its headers
+	// (0: written before terms existed). ok is false for a message that is
+	// none of the bridge's events: no CloudEvents headers, or a term that
+	// is no number.
+	Of(h nats.Header) (term uint64, ok bool)
+	// Marker tells what stream sequence seq holds: a term marker of this
+	// cluster (the proof that the term exists), another message, or
+	// nothing any more.
+	Marker(ctx context.Context, seq uint64) (MarkerState, error)
+}
+
+// MarkerState is what a stream sequence holds, for a term.
+type MarkerState int
+
+const (
+	// MarkerStored: the sequence holds a term marker: the term exists.
+	MarkerStored MarkerState = iota + 1
+	// MarkerAbsent: the sequence holds another message: no term began
+	// there.
+	MarkerAbsent
+	// MarkerGone: the sequence holds nothing (any more): the stream's
+	// limits removed it, or it is beyond the last message.
+	MarkerGone
+)
+
+// Origin is who wrote a stored message, as a Fence sees it.
+type Origin int
+
+const (
+	// OwnTerm: this fence's term.
+	OwnTerm Origin = iota + 1
+	// NewerTerm: a term that began after this one: this writer is deposed.
+	NewerTerm
+	// OlderTerm: a term that ended, or a bridge from before terms.
+	OlderTerm
+	// Foreign: no term of this cluster: a message without CloudEvents
+	// headers, or with a term that no term marker backs (published by
+	// hand, or by something other than a bridge of this cluster). It is
+	// overwritten, and never fences anyone.
+	Foreign
+)
+
 // Fence makes every publish conditional on the last sequence of its
 // subject, so that a writer whose term is over cannot overwrite what a
 // newer term wrote. When JetStream refuses a publish because the subject
 // moved on, the fence reads the subject's last message: written by a newer
 // term, the publisher is fenced and stops; written by an older term (a
-// deposed leader's late publish) or by this one (an acknowledgement that
-// was lost), the fence takes its sequence and the message is sent again.
+// deposed leader's late publish), by this one (an acknowledgement that was
+// lost), or by no term at all (a foreign message: see Classify), the fence
+// takes its sequence and the message is sent again.
 //
 // It remembers one sequence per subject, keyed by a hash of the subject
 // (a collision costs one extra read, never a wrong write), about 24 bytes
@@ -41,7 +88,7 @@ type LastMsgGetter interface {
 // follow the live objects (its memory, a Go map's, stays at their peak).
 type Fence struct {
 	term      uint64
-	termOf    func(nats.Header) (uint64, error)
+	terms     TermReader
 	stream    LastMsgGetter
 	seed      maphash.Seed
 	mu        sync.Mutex
@@ -49,14 +96,17 @@ type Fence struct {
 	fenced    chan struct{}
 	fencedErr atomic.Pointer[error]
 	once      sync.Once
-	// Counters of refusals by how they ended, for metrics.
-	overwrote, adopted atomic.Int64
+	// markers caches the terms found backed by a term marker (a few: one
+	// per term), so that a term is checked once.
+	markers map[uint64]bool
+	// Counters of refusals by how they ended, and of foreign messages
+	// found, for metrics.
+	overwrote, adopted, foreign atomic.Int64
 }
 
-// NewFence returns the fence of term. termOf reads the term a stored
-// message was written in from its headers (0 when it has none).
-func NewFence(term uint64, termOf func(nats.Header) (uint64, error), stream LastMsgGetter) *Fence {
-	return &Fence{term: term, termOf: termOf, stream: stream, seed: maphash.MakeSeed(), last: map[uint64]uint64{}, fenced: make(chan struct{})}
+// NewFence returns the fence of term; terms tells it who wrote what.
+func NewFence(term uint64, terms TermReader, stream LastMsgGetter) *Fence {
+	return &Fence{term: term, terms: terms, stream: stream, seed: maphash.MakeSeed(), last: map[uint64]uint64{}, markers: map[uint64]bool{}, fenced: make(chan struct{})}
 }
 
 // Term is the term this fence publishes in.
@@ -80,6 +130,82 @@ func (f *Fence) Overwrote() int64 { return f.overwrote.Load() }
 // Adopted counts refusals where the subject's last message was already
 // this term's, e.g. because an acknowledgement was lost.
 func (f *Fence) Adopted() int64 { return f.adopted.Load() }
+
+// Foreign counts the foreign messages found: by a refused publish, or by
+// Observe.
+func (f *Fence) Foreign() int64 { return f.foreign.Load() }
+
+// Classify tells who wrote a stored message with header h. A term
+// different from this fence's counts only where a term marker of this
+// cluster backs it: at the stream sequence the term names. A newer term
+// whose sequence holds no marker is foreign, unless this fence's own
+// marker is gone too (then this writer is so far behind that the stream's
+// limits removed the markers between: it takes the term as real).
+func (f *Fence) Classify(ctx context.Context, h nats.Header) (Origin, uint64, error) {
+	term, ok := f.terms.Of(h)
+	switch {
+	case !ok:
+		return Foreign, 0, nil
+	case term == f.term:
+		return OwnTerm, term, nil
+	case term == 0:
+		return OlderTerm, term, nil
+	}
+	state, err := f.marker(ctx, term)
+	if err != nil {
+		return 0, term, err
+	}
+	if term > f.term {
+		if state == MarkerStored {
+			return NewerTerm, term, nil
+		}
+		own, err := f.marker(ctx, f.term)
+		if err != nil {
+			return 0, term, err
+		}
+		if own != MarkerStored {
+			return NewerTerm, term, nil
+		}
+		return Foreign, term, nil
+	}
+	if state == MarkerAbsent {
+		return Foreign, term, nil
+	}
+	// Stored, or gone with the stream's oldest messages: an older term.
+	return OlderTerm, term, nil
+}
+
+// marker is terms.Marker, remembering the terms found real.
+func (f *Fence) marker(ctx context.Context, seq uint64) (MarkerState, error) {
+	f.mu.Lock()
+	known := f.markers[seq]
+	f.mu.Unlock()
+	if known {
+		return MarkerStored, nil
+	}
+	state, err := f.terms.Marker(ctx, seq)
+	if err == nil && state == MarkerStored {
+		f.mu.Lock()
+		f.markers[seq] = true
+		f.mu.Unlock()
+	}
+	return state, err
+}
+
+// Observe is Seed for a subject read by a scan of the stream, with the
+// headers of its last message: a foreign one is counted and logged, as a
+// refused publish over it would be (the scan's seeding spares that
+// refusal). It reports whether the message is foreign.
+func (f *Fence) Observe(ctx context.Context, subject string, seq uint64, h nats.Header) bool {
+	f.Seed(subject, seq)
+	origin, term, err := f.Classify(ctx, h)
+	if err != nil || origin != Foreign {
+		return false
+	}
+	f.foreign.Add(1)
+	klog.FromContext(ctx).Info("A foreign message is the last of its subject: no event of a term of this cluster. The object's next publish overwrites it (its start-up snapshot, where the cluster has the object); readers report it", "subject", subject, "seq", seq, "term", term)
+	return true
+}
 
 // Seed records that subject's last message has sequence seq, as read by a
 // scan of the stream, unless a later one is already known: sequences only
@@ -126,6 +252,8 @@ type refusal int
 const (
 	// retryNow: the fence now knows the subject's last sequence; send again.
 	retryNow refusal = iota
+	// retryOverForeign: retryNow, over a foreign message.
+	retryOverForeign
 	// alreadyStored: the subject's last message is this very message.
 	alreadyStored
 	// fenced: a newer term wrote the subject.
@@ -152,21 +280,24 @@ func (f *Fence) resolve(ctx context.Context, msg *nats.Msg) (refusal, error) {
 		f.adopted.Add(1)
 		return alreadyStored, nil
 	}
-	term, err := f.termOf(last.Header)
+	origin, term, err := f.Classify(ctx, last.Header)
 	if err != nil {
-		return unresolved, fmt.Errorf("sink: last message of %s (sequence %d): %w", msg.Subject, last.Sequence, err)
+		return unresolved, fmt.Errorf("sink: last message of %s (sequence %d): term %d: %w", msg.Subject, last.Sequence, term, err)
 	}
-	if term > f.term {
+	f.stored(msg.Subject, last.Sequence, false)
+	switch origin {
+	case NewerTerm:
 		err := fmt.Errorf("%w: %s holds sequence %d of term %d, this publisher's term is %d", ErrFenced, msg.Subject, last.Sequence, term, f.term)
 		f.fence(err)
 		return fenced, err
-	}
-	if term == f.term {
+	case Foreign:
+		f.foreign.Add(1)
+		return retryOverForeign, fmt.Errorf("%s holds foreign sequence %d (term %d)", msg.Subject, last.Sequence, term)
+	case OwnTerm:
 		f.adopted.Add(1)
-	} else {
+	default:
 		f.overwrote.Add(1)
 	}
-	f.stored(msg.Subject, last.Sequence, false)
 	return retryNow, nil
 }
 

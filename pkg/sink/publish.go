@@ -66,6 +66,9 @@ func (p *Publisher) publish(ctx context.Context, env Envelope) {
 				logger.V(2).Info("Publish refused: a newer term writes this subject", "subject", env.Msg.Subject, "err", rerr)
 				finish(env, rerr)
 				return
+			case retryOverForeign:
+				logger.Info("A foreign message was the last of the subject: no event of a term of this cluster; overwriting it", "err", rerr)
+				fallthrough
 			case retryNow:
 				if resolved++; resolved < 3 {
 					continue
