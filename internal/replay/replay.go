@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,7 +68,8 @@ func (m Message) Coalesced() (int, error) {
 }
 
 // ReadAll returns every message of stream matching filter (empty: all),
-// oldest first, decoded with encode.Decode.
+// oldest first, decoded with encode.Decode. Messages that are no
+// CloudEvents at all are left out, as consumers skip them.
 func ReadAll(ctx context.Context, js jetstream.JetStream, stream, filter string) ([]Message, error) {
 	var out []Message
 	err := ForEach(ctx, js, stream, filter, func(m Message) error {
@@ -117,11 +119,15 @@ func ForEach(ctx context.Context, js jetstream.JetStream, stream, filter string,
 				return err
 			}
 			ev, err := encode.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-			if err != nil {
+			switch {
+			case errors.Is(err, encode.ErrNotCloudEvent):
+				// Foreign: no event of the contract, as a consumer skips it.
+			case err != nil:
 				return fmt.Errorf("seq %d: %w", meta.Sequence.Stream, err)
-			}
-			if err := f(Message{Seq: meta.Sequence.Stream, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Event: ev}); err != nil {
-				return err
+			default:
+				if err := f(Message{Seq: meta.Sequence.Stream, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Event: ev}); err != nil {
+					return err
+				}
 			}
 			if meta.NumPending == 0 {
 				return batch.Error()
@@ -182,8 +188,12 @@ type State struct {
 	// one seen before them: published by a deposed leader after a newer
 	// term began.
 	Fenced []string
+	// Foreign lists the messages ignored because no term marker backs
+	// their term (see the README's term rule): not from a bridge.
+	Foreign []string
 
 	subjects encode.Subjects
+	markers  []uint64                   // sequences of the term markers applied, ascending
 	seen     map[string]map[string]bool // type → subjects seen since begin
 	open     map[string]string          // type → snapshot id
 	lastRV   map[string]string          // type + uid → last applied rv
@@ -203,11 +213,18 @@ var ErrUnknownType = errors.New("replay: unknown event type")
 func (s *State) Apply(m Message) error {
 	if m.Event.Type() == encode.TypeTerm {
 		s.Term = max(s.Term, m.Seq)
+		s.markers = append(s.markers, m.Seq)
 		return nil
 	}
 	term, err := encode.TermOf(m.Header)
 	if err != nil {
 		return fmt.Errorf("seq %d %s: %w", m.Seq, m.Subject, err)
+	}
+	// A term is the sequence of its marker, which comes before the term's
+	// events; a term older than the first marker read is taken as real.
+	if term != 0 && (term >= m.Seq || (len(s.markers) > 0 && term >= s.markers[0] && !slices.Contains(s.markers, term))) {
+		s.Foreign = append(s.Foreign, fmt.Sprintf("seq %d %s %s term %d", m.Seq, m.Event.Type(), m.Subject, term))
+		return nil
 	}
 	if term < s.Term {
 		s.Fenced = append(s.Fenced, fmt.Sprintf("seq %d %s %s term %d after term %d", m.Seq, m.Event.Type(), m.Subject, term, s.Term))

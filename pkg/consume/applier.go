@@ -172,6 +172,13 @@ func (a *Applier) Apply(ev *Event) error {
 		return nil
 	}
 	t := a.route(ev)
+	if a.terms.foreign(ev.Term, ev.Seq) {
+		if t != nil {
+			return a.report(Violation{Kind: Foreign, Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID(),
+				Detail: fmt.Sprintf("term %d: no term marker of the cluster is stored at that sequence", ev.Term)})
+		}
+		return nil
+	}
 	// The rule runs on every event, so that the term of one outside the
 	// filters counts too.
 	if a.terms.fenced(ev) {

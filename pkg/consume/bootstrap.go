@@ -114,7 +114,7 @@ func (s *State) latestSnapshotStart(ctx context.Context, f filter) (uint64, *jet
 		return 0, nil, nil
 	}
 	s.a.mu.Lock()
-	fenced := term < s.a.terms.current(end.Sequence)
+	fenced := term < s.a.terms.current(end.Sequence) || s.a.terms.foreign(term, end.Sequence)
 	s.a.mu.Unlock()
 	if fenced {
 		return 0, nil, nil

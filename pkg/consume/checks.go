@@ -24,6 +24,12 @@ const (
 	// Undecodable: a message that is not an event of the contract (see
 	// DecodeError). It is skipped.
 	Undecodable ViolationKind = "undecodable"
+	// Foreign: an event whose term no term marker of the cluster backs
+	// (a term at or beyond the event's own stream sequence, or one among
+	// the markers' sequences that is none of them): published by something
+	// other than a bridge of this cluster. It is not applied, and its term
+	// counts for nothing.
+	Foreign ViolationKind = "foreign"
 	// EndSkipped is reported, but is no breach: an end marker read before
 	// any begin marker of its type, because reading started after its
 	// begin or compaction removed it. It sweeps nothing.

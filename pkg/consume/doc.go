@@ -27,7 +27,7 @@
 //
 //	for ev, err := range client.Events(ctx, []consume.Filter{{Resource: "deployments.apps"}}, consume.DeliverNew()) {
 //		if err != nil {
-//			return err // a *DecodeError may be skipped instead
+//			return err // a *DecodeError or a Foreign *Violation may be skipped instead
 //		}
 //		d := ev.Object.(*appsv1.Deployment)
 //		…
@@ -36,7 +36,9 @@
 // The consumer is ephemeral by default; Durable makes it durable, with
 // every event acknowledged after the loop body is done with it (at least
 // once). A message that is not an event of the contract is a *DecodeError,
-// never silently dropped.
+// and an event whose term no term marker backs (published by something
+// other than a bridge of the cluster) a *Violation of kind Foreign: never
+// applied, never silently dropped.
 //
 // # State
 //

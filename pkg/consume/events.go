@@ -91,9 +91,11 @@ func OnFenced(f func(*Event)) EventsOption {
 //     markers included (a filter with a namespace or name gets no
 //     markers); term markers are not yielded, and events of a deposed
 //     leader's term are skipped (see OnFenced);
-//   - (nil, *DecodeError) for a message that does not decode; the
+//   - (nil, *DecodeError) for a message that does not decode, and
+//     (nil, *Violation) of kind Foreign for an event of the filters whose
+//     term no term marker backs (not from a bridge of this cluster); the
 //     iteration goes on if the loop does (a durable consumer does not
-//     deliver it again);
+//     deliver either again);
 //   - (nil, err) once for anything that ends it: the stream or consumer
 //     cannot be read, or ctx ended (ctx.Err()).
 //
@@ -223,6 +225,13 @@ func (e *eventLoop) handle(m msg, yield func(*Event, error) bool) bool {
 	switch {
 	case ev.Verb == Term:
 		e.terms.addMarker(ev.Seq)
+	case e.terms.foreign(ev.Term, ev.Seq):
+		if e.matches(ev) && !yield(nil, &Violation{Kind: Foreign, Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID(),
+			Detail: fmt.Sprintf("term %d: no term marker of the cluster is stored at that sequence", ev.Term)}) {
+			e.settle(m, m.Nak, false)
+			e.r.handBack()
+			return false
+		}
 	case e.terms.fenced(ev):
 		if e.o.onFenced != nil && e.matches(ev) {
 			e.o.onFenced(ev)

@@ -16,7 +16,8 @@ import (
 // terms applies the term rule: in stream order, an event whose term is
 // lower than the highest term already seen (a term marker's sequence, or
 // any event's term) was written by a deposed leader after a newer term
-// began, and is ignored.
+// began, and is ignored. An event whose term no marker backs is foreign
+// (see foreign): it is reported, and its term counts for nothing.
 //
 // Markers are kept as a sorted list rather than a running maximum, so the
 // rule also holds for a reader that sees only some messages, such as the
@@ -41,6 +42,27 @@ func (t *terms) current(seq uint64) uint64 {
 		return max(t.markers[i-1], t.highest)
 	}
 	return t.highest
+}
+
+// foreign reports whether no term marker backs a term read at stream
+// sequence seq: a term is the sequence of its marker, which precedes every
+// event of the term, so a term at or beyond the event's own sequence, or
+// one within the markers the stream holds that is none of them, was
+// written by no bridge of this cluster. (A term older than every marker
+// held is taken as real: its marker went with the stream's oldest
+// messages.) Term 0 is an event from before terms.
+func (t *terms) foreign(term, seq uint64) bool {
+	if term == 0 {
+		return false
+	}
+	if term >= seq {
+		return true
+	}
+	if len(t.markers) == 0 || term < t.markers[0] {
+		return false
+	}
+	_, found := slices.BinarySearch(t.markers, term)
+	return !found
 }
 
 // fenced applies the rule to an event, and lets its term count for the

@@ -2,6 +2,7 @@ package consume
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -62,5 +63,45 @@ func TestApplierTermRuleWithKnownMarkers(t *testing.T) {
 	}
 	if got := held(a.Indexer("configmaps")); !slices.Equal(got, []string{"ns/x@10", "ns/y@11"}) {
 		t.Errorf("held %v, want x (written before term b began) and y, not z", got)
+	}
+}
+
+// An event whose term no marker backs is foreign: reported, not applied,
+// and its term does not count (a forged high term would otherwise fence
+// every real event after it). Term 0, and a term older than every marker
+// held, are real.
+func TestApplierForeignTerms(t *testing.T) {
+	f := newFab(t, &memStore{})
+	f.term("a")
+	f.added(cm("ns", "a", "u1", "10"))
+	t2 := f.term("b")
+	f.inTerm(99999999, func() { f.added(cm("ns", "forged-high", "u2", "11")) })
+	f.inTerm(t2-1, func() { f.added(cm("ns", "forged-between", "u3", "12")) }) // t2-1 holds "a", no marker
+	f.added(cm("ns", "b", "u4", "13"))
+	a, vs, _ := newTestApplier(t)
+	applyAll(t, a, f)
+	if got := held(a.Indexer("configmaps")); !slices.Equal(got, []string{"ns/a@10", "ns/b@13"}) {
+		t.Errorf("held %v: foreign events applied, or real ones fenced by them", got)
+	}
+	var foreign []string
+	for _, v := range *vs {
+		if v.Kind == Foreign {
+			foreign = append(foreign, v.Subject[strings.LastIndex(v.Subject, ".")+1:])
+		}
+	}
+	if len(foreign) != 2 || a.Stats().Term != t2 || a.Stats().Fenced != 0 {
+		t.Errorf("foreign %q, term %d, fenced %d; want both forged events foreign, term %d, none fenced", foreign, a.Stats().Term, a.Stats().Fenced, t2)
+	}
+
+	var ts terms
+	ts.addMarker(10)
+	ts.addMarker(20)
+	for _, c := range []struct {
+		term, seq uint64
+		want      bool
+	}{{0, 5, false}, {5, 30, false}, {10, 30, false}, {20, 30, false}, {15, 30, true}, {30, 30, true}, {40, 30, true}} {
+		if got := ts.foreign(c.term, c.seq); got != c.want {
+			t.Errorf("term %d at seq %d: foreign %v, want %v", c.term, c.seq, got, c.want)
+		}
 	}
 }
