@@ -235,6 +235,9 @@ func drain(c jetstream.Consumer, left uint64) ([]replay.Message, error) {
 			}
 			left = meta.NumPending
 			ev, err := encode.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+			if errors.Is(err, encode.ErrNotCloudEvent) {
+				continue // foreign: no event, as consumers skip it
+			}
 			if err != nil {
 				return nil, fmt.Errorf("seq %d: %w", meta.Sequence.Stream, err)
 			}
