@@ -61,9 +61,15 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 		return err
 	}
 
-	js, err := jetstream.New(nc,
-		jetstream.WithPublishAsyncMaxPending(2*cfg.PublishWindow),
-		jetstream.WithPublishAsyncTimeout(cfg.PublishAckTimeout))
+	jsOpts := []jetstream.JetStreamOpt{jetstream.WithPublishAsyncMaxPending(2 * cfg.PublishWindow), jetstream.WithPublishAsyncTimeout(cfg.PublishAckTimeout)}
+	var js jetstream.JetStream
+	if cfg.NATSJSDomain != "" {
+		// The API of another domain's JetStream (a leaf node's hub); the
+		// publishes themselves go to the stream's subjects as ever.
+		js, err = jetstream.NewWithDomain(nc, cfg.NATSJSDomain, jsOpts...)
+	} else {
+		js, err = jetstream.New(nc, jsOpts...)
+	}
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}

@@ -83,7 +83,7 @@ func (c *connFlags) settings(getenv func(string) string) (settings, error) {
 			CertFile:  first(c.tlsCert, getenv("NATS_CERT"), nc.Cert),
 			KeyFile:   first(c.tlsKey, getenv("NATS_KEY"), nc.Key),
 		},
-		jsDomain: first(c.jsDomain, nc.JSDomain),
+		jsDomain: first(c.jsDomain, getenv("NATS_JS_DOMAIN"), nc.JSDomain),
 		stream:   first(c.stream, getenv("BRIDGE_STREAM_NAME"), consume.DefaultStream),
 		subjects: encode.Subjects{
 			Prefix:  first(c.prefix, getenv("BRIDGE_SUBJECT_PREFIX"), consume.DefaultSubjectPrefix),

@@ -53,6 +53,7 @@ type Config struct {
 	NATSCA       string `env:"NATS_CA" help:"Path to a PEM CA bundle to verify the NATS server."`
 	NATSCert     string `env:"NATS_CERT" help:"Path to a PEM client certificate for NATS TLS (with NATS_KEY)."`
 	NATSKey      string `env:"NATS_KEY" help:"Path to the PEM private key of NATS_CERT."`
+	NATSJSDomain string `env:"NATS_JS_DOMAIN" help:"JetStream domain of the stream, as the nats CLI's --js-domain: for a leaf node that reaches its hub's JetStream (docs/multicluster.md). Unset: the JetStream of the account."`
 
 	StreamName            string        `env:"BRIDGE_STREAM_NAME, default=KUBEBRIDGE" help:"JetStream stream; created with the settings below when missing, else checked to cover <prefix>.<cluster>.>."`
 	StreamStorage         string        `env:"BRIDGE_STREAM_STORAGE, default=file" help:"Storage of a created stream: file or memory."`
@@ -248,9 +249,9 @@ func (c *Config) validateNATS(set func(string) bool) []string {
 		if _, port, err := net.SplitHostPort(c.EmbeddedNATSListen); err != nil || port == "" {
 			add("BRIDGE_EMBEDDED_NATS_LISTEN=%q: must be host:port, e.g. 127.0.0.1:4222", c.EmbeddedNATSListen)
 		}
-		for _, k := range []string{"NATS_CREDS", "NATS_NKEY", "NATS_TOKEN", "NATS_USER", "NATS_PASSWORD", "NATS_CA", "NATS_CERT", "NATS_KEY"} {
+		for _, k := range []string{"NATS_CREDS", "NATS_NKEY", "NATS_TOKEN", "NATS_USER", "NATS_PASSWORD", "NATS_CA", "NATS_CERT", "NATS_KEY", "NATS_JS_DOMAIN"} {
 			if set(k) {
-				add("%s is set but NATS_URL is not: the embedded NATS server takes no credentials or TLS", k)
+				add("%s is set but NATS_URL is not: the embedded NATS server takes no credentials, TLS or JetStream domain", k)
 			}
 		}
 	} else {
