@@ -28,7 +28,8 @@ import (
 	"github.com/kubebridge/kubebridge/pkg/encode"
 )
 
-// cluster is the BRIDGE_CLUSTER_NAME of every bridge the tests start.
+// cluster is the BRIDGE_CLUSTER_NAME of the bridges the tests start
+// (unless a harness names another, see harness.cluster).
 const cluster = "e2e"
 
 // Bounds of the waits. They are generous: the machine may be small and
@@ -49,6 +50,7 @@ type harness struct {
 	t       *testing.T
 	env     *testenv.Env
 	natsURL string // where the bridges and the reader connect
+	cluster string // BRIDGE_CLUSTER_NAME of its bridges
 	cs      kubernetes.Interface
 	dyn     dynamic.Interface
 	ns      string
@@ -84,6 +86,7 @@ func newHarnessOn(t *testing.T, env *testenv.Env, natsURL string, readerOpts ...
 		t:       t,
 		env:     env,
 		natsURL: natsURL,
+		cluster: cluster,
 		prefix:  fmt.Sprintf("e2e%d-%s", n, name),
 		stream:  fmt.Sprintf("E2E_%d_%s", n, strings.ReplaceAll(strings.ToUpper(name), "-", "_")),
 	}
@@ -145,7 +148,7 @@ func (h *harness) typeSubject(group, version, resource string) string {
 	if group == "" {
 		group = "core"
 	}
-	return h.prefix + "." + cluster + "." + strings.ReplaceAll(group, ".", "_") + "." + version + "." + resource
+	return h.prefix + "." + h.cluster + "." + strings.ReplaceAll(group, ".", "_") + "." + version + "." + resource
 }
 
 // cmType is the configmaps type subject.
@@ -181,7 +184,7 @@ func (h *harness) bridgeEnv(vars map[string]string) []string {
 		"TMPDIR":                os.TempDir(),
 		"KUBECONFIG":            h.env.KubeconfigPath(),
 		"NATS_URL":              h.natsURL,
-		"BRIDGE_CLUSTER_NAME":   cluster,
+		"BRIDGE_CLUSTER_NAME":   h.cluster,
 		"BRIDGE_SUBJECT_PREFIX": h.prefix,
 		"BRIDGE_STREAM_NAME":    h.stream,
 		"BRIDGE_NAMESPACES":     h.ns,
@@ -365,7 +368,9 @@ func (b *bridge) kill() {
 func (h *harness) read() ([]replay.Message, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	msgs, err := replay.ReadAll(ctx, h.js, h.stream, "")
+	// This cluster's messages: a stream may hold several clusters', and
+	// terms are per cluster.
+	msgs, err := replay.ReadAll(ctx, h.js, h.stream, h.prefix+"."+h.cluster+".>")
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, nil
 	}
@@ -690,7 +695,8 @@ func checkUniqueIDs(t *testing.T, msgs []replay.Message) {
 			t.Errorf("event id %s stored twice (seq %d and %d)", id, prev, m.Seq)
 		}
 		seen[id] = m.Seq
-		if hid := m.Header.Get(encode.HeaderMsgID); hid != msgID(id) {
+		// <cluster>/<id>, with the cluster that wrote it.
+		if hid := m.Header.Get(encode.HeaderMsgID); hid != m.Ext(encode.ExtCluster)+"/"+id {
 			badMsgID = append(badMsgID, fmt.Sprintf("seq %d: Nats-Msg-Id %q, ce-id %q", m.Seq, hid, id))
 		}
 		switch m.Event.Type() {

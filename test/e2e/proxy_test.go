@@ -13,13 +13,15 @@ import (
 // byte in both directions: a network partition between one client and the
 // target, while the client's other connections (NATS) keep working.
 // Connections stay open while paused, as they do when packets are lost,
-// so the client's requests hang until its own timeouts fire.
+// so the client's requests hang until its own timeouts fire. Or it can cut
+// the link: close every connection and refuse new ones.
 type pausableProxy struct {
 	ln     net.Listener
 	target string
 
 	mu     sync.Mutex
 	paused bool
+	cutOff bool // connections are closed and refused, as by a link that is down
 	resume *sync.Cond
 	conns  []net.Conn
 }
@@ -51,6 +53,13 @@ func (p *pausableProxy) accept() {
 
 func (p *pausableProxy) serve(client net.Conn) {
 	p.waitResumed()
+	p.mu.Lock()
+	refused := p.cutOff
+	p.mu.Unlock()
+	if refused {
+		client.Close()
+		return
+	}
 	upstream, err := net.Dial("tcp", p.target)
 	if err != nil {
 		client.Close()
@@ -101,6 +110,24 @@ func (p *pausableProxy) unpause() {
 	p.paused = false
 	p.mu.Unlock()
 	p.resume.Broadcast()
+}
+
+// cut closes every connection through the proxy and refuses new ones
+// until restore: a link that went down.
+func (p *pausableProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutOff = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *pausableProxy) restore() {
+	p.mu.Lock()
+	p.cutOff = false
+	p.mu.Unlock()
 }
 
 func (p *pausableProxy) close() {
