@@ -3,10 +3,13 @@
 // it, then prints live events, one line each. See docs/consumers.md.
 //
 //   NATS_URL=nats://127.0.0.1:4222 node consume.mjs kubebridge.prod.core.v1.configmaps
+//   NATS_URL=nats://127.0.0.1:4222 node consume.mjs 'kubebridge.*.core.v1.configmaps'
 //
 // The argument is the type's subject prefix,
-// <prefix>.<cluster>.<group>.<version>.<resource>; KUBEBRIDGE_STREAM names
-// the stream (default KUBEBRIDGE).
+// <prefix>.<cluster>.<group>.<version>.<resource>; with * as the cluster it
+// reads every cluster of the stream, and prints objects as
+// <cluster>:<namespace>/<name>. KUBEBRIDGE_STREAM names the stream
+// (default KUBEBRIDGE).
 import { connect, nanos } from "@nats-io/transport-node";
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { HTTP } from "cloudevents";
@@ -15,6 +18,7 @@ const type = process.argv[2] ?? "kubebridge.default.core.v1.configmaps";
 const stream = process.env.KUBEBRIDGE_STREAM ?? "KUBEBRIDGE";
 // Term markers are on <prefix>.<cluster>._term: drop group, version, resource.
 const termSubject = type.split(".").slice(0, -3).join(".") + "._term";
+const allClusters = type.split(".")[1] === "*";
 const T = "io.kubebridge.";
 
 const nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" });
@@ -32,46 +36,76 @@ function toEvent(m) {
 
 // Fencing. A term is the stream sequence of a term marker, written by a
 // bridge when it starts to lead; every event carries its writer's term. A
-// message whose term is lower than a term begun before it was stored comes
-// from a deposed leader: ignore it. Reading the last message per subject,
+// message whose term is lower than a term of its cluster begun before it
+// was stored comes from a deposed leader: ignore it. Terms are per
+// cluster: in a stream of several clusters, another cluster's newer term
+// says nothing about this one's. Reading the last message per subject,
 // that needs every term marker kept (read below; a few: the stream keeps
 // the newest N per subject); live ones arrive with the other messages.
-const terms = [];
-const fenced = (term, seq) => terms.some((t) => term < t && t < seq);
+//
+// A term no marker backs (at or beyond the event's own sequence, or among
+// the cluster's markers but none of them) was written by no bridge: the
+// event is foreign (published by hand, say). Report it, never apply it.
+const terms = new Map(); // cluster → sequences of its term markers
+const clusterOf = (subject) => subject.split(".")[1];
+const termsOf = (cluster) => terms.get(cluster) ?? [];
+const addTerm = (cluster, seq) => {
+  const ts = termsOf(cluster);
+  if (!ts.includes(seq)) terms.set(cluster, [...ts, seq].sort((a, b) => a - b));
+};
+const fenced = (cluster, term, seq) => termsOf(cluster).some((t) => term < t && t < seq);
+const foreign = (cluster, term, seq) => {
+  if (term === 0) return false; // from a bridge older than terms
+  if (term >= seq) return true;
+  const ts = termsOf(cluster);
+  // Older than every marker kept: its marker went with the oldest messages.
+  return ts.length > 0 && term >= ts[0] && !ts.includes(term);
+};
+// How an object is named in the output.
+const nameOf = (m, ev) => (allClusters ? `${clusterOf(m.subject)}:` : "") + (ev.subject ?? m.subject);
 
 // The state: NATS subject → { subject: "<namespace>/<name>", uid, rv, object }.
 const state = new Map();
-let snapshot = null; // the open snapshot: { id, seen: Set of NATS subjects }
+// The open snapshot of each cluster: { id, seen: Set of NATS subjects }.
+const snapshots = new Map();
 let live = false;
 
 function apply(m) {
   const ev = toEvent(m);
+  const cluster = clusterOf(m.subject);
   if (ev.type === T + "term") {
-    if (!terms.includes(m.seq)) terms.push(m.seq);
-    return live && say(`term ${m.seq} holder=${ev.data?.holder}`);
+    addTerm(cluster, m.seq);
+    return live && say(`term ${m.seq} cluster=${cluster} holder=${ev.data?.holder}`);
   }
-  if (fenced(Number(ev.term ?? 0), m.seq)) {
-    return say(`fenced ${ev.type.slice(T.length)} ${ev.subject ?? m.subject} term=${ev.term} seq=${m.seq}`);
+  const term = Number(ev.term ?? 0);
+  if (foreign(cluster, term, m.seq)) {
+    return say(`foreign ${ev.type.slice(T.length)} ${nameOf(m, ev)} term=${ev.term} seq=${m.seq}`);
+  }
+  if (fenced(cluster, term, m.seq)) {
+    return say(`fenced ${ev.type.slice(T.length)} ${nameOf(m, ev)} term=${ev.term} seq=${m.seq}`);
   }
   switch (ev.type) {
     case T + "snapshot.begin":
-      snapshot = { id: ev.snapshotid, seen: new Set() };
+      snapshots.set(cluster, { id: ev.snapshotid, seen: new Set() });
       return;
     case T + "snapshot.end": {
       // An end whose begin was not read ends nothing (the begin was
       // compacted away, or preceded the first message read).
+      const snapshot = snapshots.get(cluster);
       if (snapshot?.id !== ev.snapshotid) return;
       // Objects that exist but could not be published have no item: they
       // are listed as <namespace>.<name> subject tokens; never sweep them.
-      for (const tok of (ev.unpublished ?? "").split(" ").filter(Boolean)) snapshot.seen.add(`${type}.${tok}`);
+      const typeSubject = m.subject.split(".").slice(0, -2).join(".");
+      for (const tok of (ev.unpublished ?? "").split(" ").filter(Boolean)) snapshot.seen.add(`${typeSubject}.${tok}`);
       let swept = 0;
       for (const [subj, o] of state) {
-        if (snapshot.seen.has(subj)) continue;
+        // A snapshot sweeps its own cluster's objects only.
+        if (clusterOf(subj) !== cluster || snapshot.seen.has(subj)) continue;
         state.delete(subj);
         swept++;
         if (live) say(`swept ${o.subject} rv=${o.rv}`);
       }
-      snapshot = null;
+      snapshots.delete(cluster);
       return live && say(`snapshot ${ev.snapshotid} complete: ${swept} swept (${state.size} objects)`);
     }
     case T + "object.added": case T + "object.updated": case T + "object.deleted": case T + "snapshot.item":
@@ -79,7 +113,7 @@ function apply(m) {
     default:
       return; // a type this consumer does not know
   }
-  snapshot?.seen.add(m.subject);
+  snapshots.get(cluster)?.seen.add(m.subject);
   const prev = state.get(m.subject);
   if (ev.type === T + "object.deleted") {
     // A delete is a tombstone: the subject's only message until its TTL.
@@ -90,12 +124,12 @@ function apply(m) {
   } else {
     // added, updated, snapshot.item: the object's newest state.
     if (prev?.uid === ev.uid && prev.rv === ev.resourceversion) return; // e.g. an item of an unchanged object
-    state.set(m.subject, { subject: ev.subject, uid: ev.uid, rv: ev.resourceversion, object: ev.data?.object });
+    state.set(m.subject, { subject: nameOf(m, ev), uid: ev.uid, rv: ev.resourceversion, object: ev.data?.object });
   }
   if (!live) return;
   const extra = [ev.coalesced && `coalesced=${ev.coalesced}`, ev.finalstateunknown && "finalstateunknown",
     ev.truncated && "truncated (fetch it from the API server)"].filter(Boolean).join(" ");
-  say(`${ev.type.split(".").pop()} ${ev.subject} rv=${ev.resourceversion} seq=${m.seq} (${state.size} objects)${extra ? " " + extra : ""}`);
+  say(`${ev.type.split(".").pop()} ${nameOf(m, ev)} rv=${ev.resourceversion} seq=${m.seq} (${state.size} objects)${extra ? " " + extra : ""}`);
 }
 
 function say(line) {
@@ -122,7 +156,7 @@ const info = await jsm.consumers.add(stream, {
 // After the consumer exists, so that every term marker older than the
 // messages it delivers is read.
 for (let m, seq = 1; (m = await jsm.streams.getMessage(stream, { seq, next_by_subj: termSubject })); seq = m.seq + 1) {
-  terms.push(m.seq);
+  addTerm(clusterOf(m.subject), m.seq);
 }
 for (const sig of ["SIGINT", "SIGTERM"]) {
   process.on(sig, async () => {
