@@ -30,7 +30,7 @@ func (in *intake) release(res *informers.Resource, deletes []informers.Change) {
 		st := in.state(objectRef{res: res, key: key})
 		uid := uidOf(c.Object)
 		if !slices.ContainsFunc(st.queue, func(p pending) bool { return p.uid == uid }) {
-			st.queue = slices.Insert(st.queue, 0, pending{c: c, uid: uid})
+			st.queue = slices.Insert(st.queue, 0, pending{c: c, uid: uid, since: c.ObservedAt})
 		}
 	}
 	delete(in.held, res)

@@ -29,6 +29,10 @@ type objectRef struct {
 type pending struct {
 	c   informers.Change
 	uid types.UID
+	// since is when the oldest live change it stands for was observed:
+	// the start of its lag (kubebridge_event_lag_seconds). Zero for a
+	// snapshot item that stands for no live change.
+	since time.Time
 	// run is the snapshot a deferred item belongs to.
 	run *snapshotRun
 	// truncate publishes the object without its content: JetStream
@@ -58,6 +62,7 @@ type work struct {
 	c        informers.Change
 	run      *snapshotRun
 	truncate bool
+	since    time.Time // see pending
 }
 
 // intake sits between the informer handlers and the sequencer. It never
@@ -106,7 +111,7 @@ func (in *intake) Add(c informers.Change) {
 	ref := objectRef{res: c.Resource, key: key}
 	in.mu.Lock()
 	st := in.state(ref)
-	if n := in.merge(st, pending{c: c, uid: uidOf(c.Object)}); n > 0 {
+	if n := in.merge(st, pending{c: c, uid: uidOf(c.Object), since: c.ObservedAt}); n > 0 {
 		in.coalesced(c.Resource, n)
 	}
 	in.settle(ref, st)
@@ -201,7 +206,7 @@ func (in *intake) takeLive() (work, bool) {
 			p.run.flying++
 			st.flying = p.run
 		}
-		return work{ref: ref, c: p.c, run: p.run, truncate: p.truncate}, true
+		return work{ref: ref, c: p.c, run: p.run, truncate: p.truncate, since: p.since}, true
 	}
 }
 
@@ -220,14 +225,14 @@ func (in *intake) done(ref objectRef) {
 // requeue puts a change that JetStream rejected back in front of whatever
 // the object has waiting, to be published without its content. Later
 // changes merge into it as usual.
-func (in *intake) requeue(ref objectRef, c informers.Change) {
+func (in *intake) requeue(ref objectRef, c informers.Change, since time.Time) {
 	in.mu.Lock()
 	st := in.state(ref)
 	run := st.flying
 	st.land()
 	waiting := st.queue
 	st.queue = nil
-	in.push(st, pending{c: c, uid: uidOf(c.Object), truncate: true, run: run})
+	in.push(st, pending{c: c, uid: uidOf(c.Object), truncate: true, run: run, since: since})
 	for _, w := range waiting {
 		if w.run != nil {
 			w.run.deferred--

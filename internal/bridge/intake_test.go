@@ -258,7 +258,7 @@ func TestIntakeRequeueBeforeEnd(t *testing.T) {
 	if w, ok := tryTake(in); ok {
 		t.Fatalf("took %s while the item is in flight", w.c.Verb)
 	}
-	in.requeue(item.ref, item.c)
+	in.requeue(item.ref, item.c, time.Time{})
 	again := drain1(t, in)
 	if again.c.Verb != informers.SnapshotItem || !again.truncate || again.run != item.run {
 		t.Fatalf("requeued item came back as %+v", again)
@@ -311,5 +311,48 @@ func TestIntakeNextStops(t *testing.T) {
 	go in.done(w.ref)
 	if _, ok := in.next(context.Background(), false); ok {
 		t.Error("shutdown mode handed on work when nothing waited")
+	}
+}
+
+// The lag of an event starts at the oldest change it stands for: merged
+// changes keep the first one's time, a snapshot item that replaces a
+// waiting change takes it over, and an item that replaced none has none.
+func TestIntakeLagStartsAtTheOldestChange(t *testing.T) {
+	in, _ := newTestIntake()
+	at := func(c informers.Change, sec int64) informers.Change { c.ObservedAt = time.Unix(sec, 0); return c }
+	a1, a2, a3 := intakeCM("a", "u1", "1"), intakeCM("a", "u1", "2"), intakeCM("a", "u1", "3")
+	b1 := intakeCM("b", "u2", "1")
+	in.Add(at(live(informers.Updated, a2, a1), 10))
+	in.Add(at(live(informers.Updated, a3, a2), 20)) // merged into the first
+	in.Add(at(live(informers.Added, b1, nil), 30))
+	got := map[string]int64{}
+	for _, w := range drain(in) {
+		got[w.ref.key] = w.since.Unix()
+	}
+	if got["ns/a"] != 10 || got["ns/b"] != 30 {
+		t.Errorf("lag starts %v, want ns/a at 10 (the first of two merged changes), ns/b at 30", got)
+	}
+
+	a4 := intakeCM("a", "u1", "4")
+	inFlight := func() work { in.Add(at(live(informers.Updated, a4, a3), 40)); return drain1(t, in) }()
+	in.Add(at(live(informers.Updated, intakeCM("a", "u1", "5"), a4), 50)) // waits behind the one in flight
+	in.requestSnapshot(configMaps, mapCache{"ns/a": intakeCM("a", "u1", "5"), "ns/b": b1}, "s1")
+	drain1(t, in) // begin
+	if w, ok := tryTake(in); ok && w.ref.key == "ns/a" {
+		t.Fatalf("took %s while a's change is in flight", describeWork([]work{w}))
+	} else if ok {
+		if !w.since.IsZero() {
+			t.Errorf("b's item, which replaced no change, has a lag from %v", w.since)
+		}
+		in.done(w.ref)
+	}
+	in.done(inFlight.ref)
+	for _, w := range drain(in) {
+		switch {
+		case w.c.Verb == informers.SnapshotItem && w.ref.key == "ns/a" && w.since.Unix() != 50:
+			t.Errorf("the item that replaced the waiting change: lag from %v, want 50", w.since)
+		case w.c.Verb == informers.SnapshotItem && w.ref.key == "ns/b" && !w.since.IsZero():
+			t.Errorf("an item that replaced no change has a lag from %v", w.since)
+		}
 	}
 }

@@ -1,6 +1,10 @@
 package bridge
 
-import "github.com/kubebridge/kubebridge/pkg/informers"
+import (
+	"time"
+
+	"github.com/kubebridge/kubebridge/pkg/informers"
+)
 
 // changes is how many informer changes p stands for.
 func (p *pending) changes() int {
@@ -45,12 +49,14 @@ func (in *intake) merge(st *objectState, p pending) (coalesced int) {
 		}
 		p.c.Coalesced = absorbed
 		p.truncate = p.truncate || last.truncate
+		p.since = oldest(last.since, p.since)
 		p.run.deferred++
 		*last = p
 	case lv == informers.SnapshotItem && cv == informers.Deleted:
 		last.run.deferred--
 		absorbed := last.c.Coalesced
 		p.truncate = p.truncate || last.truncate
+		p.since = oldest(last.since, p.since)
 		*last = p
 		if absorbed > 0 {
 			last.c.Coalesced = absorbed + 1
@@ -58,6 +64,7 @@ func (in *intake) merge(st *objectState, p pending) (coalesced int) {
 	case lv == informers.SnapshotItem:
 		last.c.Object = p.c.Object
 		last.c.Coalesced++
+		last.since = oldest(last.since, p.since)
 		coalesced = 1
 	case lv == informers.Added && cv == informers.Deleted:
 		// Never published, now gone: neither is an event.
@@ -84,6 +91,14 @@ func (in *intake) merge(st *objectState, p pending) (coalesced int) {
 		coalesced = 1
 	}
 	return coalesced
+}
+
+// oldest is the earlier of two observation times; zero is none.
+func oldest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 func (in *intake) push(st *objectState, p pending) {

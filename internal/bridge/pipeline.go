@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"k8s.io/klog/v2"
@@ -165,6 +166,7 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 	resource := c.Resource.String()
 	verb, snapshotID := c.Verb, c.SnapshotID
 	published := p.metrics.EventsPublished.WithLabelValues(resource, string(verb))
+	lag := p.metrics.EventLag.WithLabelValues(resource)
 	var stored *atomic.Int64
 	if verb == informers.SnapshotItem {
 		stored = p.items.counter(snapshotID)
@@ -176,6 +178,9 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 		case err == nil:
 			p.counters.acked.Add(1)
 			published.Inc()
+			if !w.since.IsZero() {
+				lag.Observe(time.Since(w.since).Seconds())
+			}
 			if stored != nil {
 				stored.Add(1)
 			}
@@ -185,7 +190,7 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 			// send the object without its content, in its turn.
 			p.counters.unacked.Add(1)
 			p.rereadLimits()
-			p.intake.requeue(w.ref, c)
+			p.intake.requeue(w.ref, c, w.since)
 			return
 		case errors.Is(err, sink.ErrRejected) && w.ref != (objectRef{}):
 			p.counters.unacked.Add(1)

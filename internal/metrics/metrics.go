@@ -20,6 +20,7 @@ type Metrics struct {
 	ChangesObserved   *prometheus.CounterVec
 	ChangesCoalesced  *prometheus.CounterVec
 	EventsPublished   *prometheus.CounterVec
+	EventLag          *prometheus.HistogramVec
 	EventsSuperseded  *prometheus.CounterVec
 	EncodeErrors      *prometheus.CounterVec
 	OversizeObjects   *prometheus.CounterVec
@@ -52,6 +53,9 @@ func New() *Metrics {
 			Help: "Changes not published as events of their own while publishing was behind: merged into a pending change of the same object, cancelled out (added then deleted), or superseded by a snapshot item. observed = published added/updated/deleted + coalesced + superseded."}, []string{"resource"}),
 		EventsPublished: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "events_published_total",
 			Help: "Events acknowledged by JetStream, by resource and event type (added, updated, deleted, snapshot.begin, snapshot.item, snapshot.end)."}, []string{"resource", "type"}),
+		EventLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "event_lag_seconds",
+			Help:    "Time from the bridge observing a change (its informer's notification) to JetStream acknowledging the event that carries it; for an event standing for several changes (coalesced), from the oldest. Live changes only: added, updated and deleted events, and snapshot items that replaced a waiting change. The number to set a freshness SLO on.",
+			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800}}, []string{"resource"}),
 		EventsSuperseded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "events_superseded_total",
 			Help: "Changes not published because a newer state of the object was already published."}, []string{"resource"}),
 		EncodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "encode_errors_total",
@@ -89,7 +93,7 @@ func New() *Metrics {
 		JetStreamWaits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "jetstream_unavailable_total",
 			Help: "Failed attempts to reach the JetStream stream at start-up (no responders, no leader, timeouts)."}),
 	}
-	r.MustRegister(m.ChangesObserved, m.ChangesCoalesced, m.EventsPublished, m.EventsSuperseded, m.EncodeErrors, m.OversizeObjects,
+	r.MustRegister(m.ChangesObserved, m.ChangesCoalesced, m.EventsPublished, m.EventLag, m.EventsSuperseded, m.EncodeErrors, m.OversizeObjects,
 		m.PublishRetries, m.PublishRejected, m.PublishDuplicates, m.PublishLatency, m.InFlight, m.LastPublish,
 		m.Snapshots, m.SnapshotDuration, m.SnapshotItems, m.SnapshotFailures, m.MissedDeletes, m.Unpublishable, m.ResourceReady, m.WatchErrors, m.JetStreamWaits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
