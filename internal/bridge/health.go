@@ -61,6 +61,7 @@ type typeStatus struct {
 }
 
 func newTypeStatus(resource string, m *metrics.Metrics, onReady func()) *typeStatus {
+	m.InitResource(resource)
 	s := &typeStatus{resource: resource, ready: m.ResourceReady.WithLabelValues(resource), onReady: onReady}
 	s.ready.Set(0)
 	return s

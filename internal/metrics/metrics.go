@@ -100,6 +100,24 @@ func New() *Metrics {
 	return m
 }
 
+// InitResource creates the series of a watched type at zero, so that every
+// series exists from the start: an alert on increase() then sees the first
+// failure, and a dashboard shows a zero rather than no data.
+func (m *Metrics) InitResource(resource string) {
+	for _, verb := range []string{"added", "updated", "deleted"} {
+		m.ChangesObserved.WithLabelValues(resource, verb)
+	}
+	for _, typ := range []string{"added", "updated", "deleted", "snapshot.begin", "snapshot.item", "snapshot.end"} {
+		m.EventsPublished.WithLabelValues(resource, typ)
+	}
+	for _, v := range []*prometheus.CounterVec{m.ChangesCoalesced, m.EventsSuperseded, m.EncodeErrors, m.OversizeObjects,
+		m.SnapshotItems, m.SnapshotFailures, m.MissedDeletes, m.Unpublishable, m.WatchErrors} {
+		v.WithLabelValues(resource)
+	}
+	m.EventLag.WithLabelValues(resource)
+	m.SnapshotDuration.WithLabelValues(resource)
+}
+
 // IntakeGauges exposes the objects waiting to be published and the bytes
 // of encoded events buffered or in flight, read at scrape time.
 func (m *Metrics) IntakeGauges(pendingObjects func() int, bufferedBytes func() int64, bufferLimit int64) {
