@@ -56,10 +56,12 @@ kube-bins: ## Build (or reuse) kube-apiserver, etcd and etcdctl for the end-to-e
 
 # make test: everything, with the race detector; the real control plane is
 # required (a missing binary fails instead of skipping).
-test: ## Run unit, integration and end-to-end tests (builds the control plane once, ~10 min cold)
+test: ## Run unit, integration and end-to-end tests, and the monitoring rules' (builds the control plane once, ~10 min cold)
 	@bins=$$(bash hack/build-kube-bins.sh) && \
 	  echo "control-plane binaries: $$bins" && \
-	  KUBEBRIDGE_KUBE_BINS=$$bins KUBEBRIDGE_REQUIRE_E2E=1 $(GO) test -race -count=1 -timeout 30m $(PKGS)
+	  export KUBEBRIDGE_KUBE_BINS=$$bins KUBEBRIDGE_REQUIRE_E2E=1 && \
+	  $(GO) test -race -count=1 -timeout 30m $(PKGS) && \
+	  cd deploy/monitoring && $(GO) test -count=1 -timeout 15m ./...
 
 test-unit: ## Fast tests only (no control plane; end-to-end tests skip)
 	$(GO) test -race -short -count=1 $(PKGS)
@@ -70,6 +72,7 @@ lint: ## gofmt, goimports (standard library, third-party, this module), go vet, 
 	@$(GO) run ./hack/importgroups -local $(MODULE) $$(git ls-files '*.go')
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
+	cd deploy/monitoring && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 run: build ## Run the bridge against the current kubeconfig (embedded NATS unless NATS_URL is set)
 	BRIDGE_RESOURCES="$${BRIDGE_RESOURCES:-configmaps; deployments.apps}" ./$(BIN)

@@ -30,7 +30,7 @@ func TestWatchErrorsLogOnceAndRemind(t *testing.T) {
 		t.Fatalf("five failures in 2.5 minutes: %d lines %q, want one saying permission denied", len(lines), lines)
 	}
 	w.handle(logger, apierrors.NewResourceExpired("too old resource version: 1 (2)"))
-	w.handle(logger, fmt.Errorf("watch: %w", apierrors.NewGone("gone")))
+	w.handle(logger, fmt.Errorf("watch: %w", apierrors.NewResourceExpired("resource version too old")))
 	if len(lines) != 1 {
 		t.Fatalf("routine ends of a watch were logged: %q", lines[1:])
 	}

@@ -48,7 +48,6 @@ type podSpec struct {
 	groups     []int64 // supplementary groups (fsGroup)
 	readOnly   bool    // readOnlyRootFilesystem
 	mounts     []podMount
-	hosts      string                   // /etc/hosts
 	services   map[string]func() string // Service "clusterIP:port" → where it is served here (an endpoint each time)
 }
 
