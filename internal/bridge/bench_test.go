@@ -2,9 +2,13 @@ package bridge
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
@@ -25,9 +29,18 @@ var benchPods = &informers.Resource{GVR: corev1.SchemeGroupVersion.WithResource(
 // sequence, as the bridge does (the unfenced ones show what that costs).
 func BenchmarkPipelineUpdatedPods(b *testing.B) {
 	for _, storage := range []string{"file", "memory"} {
-		b.Run(storage, func(b *testing.B) { benchPipeline(b, storage, false) })
-		b.Run(storage+"-fenced", func(b *testing.B) { benchPipeline(b, storage, true) })
+		b.Run(storage, func(b *testing.B) { benchPipeline(b, startNATS(b).url(), storage, 1, false) })
+		b.Run(storage+"-fenced", func(b *testing.B) { benchPipeline(b, startNATS(b).url(), storage, 1, true) })
 	}
+}
+
+// BenchmarkPipelineReplicas is BenchmarkPipelineUpdatedPods (file storage,
+// fenced, as deployed) with the stream on one server (R1) and replicated
+// on a cluster of three in-process servers (R3, BRIDGE_STREAM_REPLICAS=3,
+// as overlays/with-nats runs it), in the same run: what replication costs.
+func BenchmarkPipelineReplicas(b *testing.B) {
+	b.Run("R1", func(b *testing.B) { benchPipeline(b, startNATS(b).url(), "file", 1, true) })
+	b.Run("R3", func(b *testing.B) { benchPipeline(b, startNATSCluster(b, 3), "file", 3, true) })
 }
 
 // BenchmarkRawPublish is the baseline for BenchmarkPipelineUpdatedPods:
@@ -78,10 +91,9 @@ func benchRawPublish(b *testing.B, storage string) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
 }
 
-func benchPipeline(b *testing.B, storage string, fenced bool) {
-	n := startNATS(b)
-	nc, js := connect(b, n.url())
-	cfg := testConfig(b, map[string]string{"BRIDGE_STREAM_STORAGE": storage, "BRIDGE_ENCODE_WORKERS": "0"})
+func benchPipeline(b *testing.B, url, storage string, replicas int, fenced bool) {
+	nc, js := connect(b, url)
+	cfg := testConfig(b, map[string]string{"BRIDGE_STREAM_STORAGE": storage, "BRIDGE_ENCODE_WORKERS": "0", "BRIDGE_STREAM_REPLICAS": strconv.Itoa(replicas)})
 	subjects := encode.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
 	ctx := context.Background()
 	if _, err := ensureStream(ctx, js, cfg, subjects, func(error) {}); err != nil {
@@ -134,5 +146,47 @@ func benchPipeline(b *testing.B, storage string, fenced bool) {
 	stop()
 	if cnt.superseded.Load() != 0 || cnt.unpublishable.Load() != 0 {
 		b.Fatalf("superseded %d, unpublishable %d", cnt.superseded.Load(), cnt.unpublishable.Load())
+	}
+}
+
+// startNATSCluster starts n in-process nats-servers with JetStream,
+// clustered over routes, and returns their client URLs, comma-separated,
+// once every one is healthy (a meta leader elected).
+func startNATSCluster(b *testing.B, n int) string {
+	b.Helper()
+	routes := make([]int, n)
+	for i := range routes {
+		routes[i] = freePort(b)
+	}
+	var urls []string
+	var servers []*server.Server
+	for i := range n {
+		o := &server.Options{ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: freePort(b), JetStream: true, StoreDir: b.TempDir(), NoSigs: true, NoLog: true}
+		o.Cluster = server.ClusterOpts{Name: "bench", Host: "127.0.0.1", Port: routes[i]}
+		for _, p := range routes {
+			o.Routes = append(o.Routes, server.RoutesFromStr(fmt.Sprintf("nats://127.0.0.1:%d", p))...)
+		}
+		s, err := server.NewServer(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Start()
+		b.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+		servers = append(servers, s)
+		urls = append(urls, s.ClientURL())
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		healthy := 0
+		for _, s := range servers {
+			if s.Healthz(nil).Status == "ok" {
+				healthy++
+			}
+		}
+		if healthy == n {
+			return strings.Join(urls, ",")
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d nats-servers healthy after a minute", healthy, n)
+		}
 	}
 }
