@@ -108,6 +108,10 @@ func TestReplicatedStream(t *testing.T) {
 	_, st := h.settle(c, typ, 1, "the start-up snapshot")
 	acct := b.waitNoneDropped(cmResource, convergeTimeout)
 	t.Logf("accounting: %v; %d objects", acct, len(stateOf(st, typ)))
+	m := b.scrape()
+	t.Logf("lag from change to acknowledgement over the run (kubebridge_event_lag_seconds): p50 %s, p99 %s, of %v events",
+		m.quantile("kubebridge_event_lag_seconds", 0.5, "resource", cmResource), m.quantile("kubebridge_event_lag_seconds", 0.99, "resource", cmResource),
+		m.sum("kubebridge_event_lag_seconds_count", "resource", cmResource))
 	h.checkLastPerSubject(typ)
 	if b.exited() {
 		t.Fatalf("the bridge exited: %v", b.state)

@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -238,4 +240,43 @@ func (b *bridge) waitNoneDropped(resource string, timeout time.Duration) account
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// quantile estimates the q-quantile of a histogram's samples matching
+// match, as PromQL's histogram_quantile does over its cumulative buckets:
+// linear within the bucket where the rank falls ("<= le" of the bucket
+// when it is the last finite one).
+func (m metrics) quantile(name string, q float64, match ...string) string {
+	type bucket struct{ le, count float64 }
+	var buckets []bucket
+	for _, s := range m[name+"_bucket"] {
+		ok := true
+		for i := 0; i+1 < len(match); i += 2 {
+			ok = ok && s.labels[match[i]] == match[i+1]
+		}
+		if !ok {
+			continue
+		}
+		le, err := strconv.ParseFloat(s.labels["le"], 64)
+		if err != nil {
+			continue
+		}
+		buckets = append(buckets, bucket{le, s.value})
+	}
+	sort.Slice(buckets, func(i, j int) bool { return buckets[i].le < buckets[j].le })
+	if len(buckets) == 0 || buckets[len(buckets)-1].count == 0 {
+		return "n/a"
+	}
+	rank := q * buckets[len(buckets)-1].count
+	lower, below := 0.0, 0.0
+	for _, b := range buckets {
+		if b.count >= rank {
+			if math.IsInf(b.le, 1) {
+				return fmt.Sprintf("> %gs", lower)
+			}
+			return fmt.Sprintf("%.3fs", lower+(b.le-lower)*(rank-below)/(b.count-below))
+		}
+		lower, below = b.le, b.count
+	}
+	return "n/a"
 }
