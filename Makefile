@@ -57,11 +57,14 @@ kube-bins: ## Build (or reuse) kube-apiserver, etcd and etcdctl for the end-to-e
 # make test: everything, with the race detector; the real control plane is
 # required (a missing binary fails instead of skipping).
 test: ## Run unit, integration and end-to-end tests, and the monitoring rules' (builds the control plane once, ~10 min cold)
-	@bins=$$(bash hack/build-kube-bins.sh) && \
-	  echo "control-plane binaries: $$bins" && \
-	  export KUBEBRIDGE_KUBE_BINS=$$bins KUBEBRIDGE_REQUIRE_E2E=1 && \
-	  $(GO) test -race -count=1 -timeout 30m $(PKGS) && \
-	  cd deploy/monitoring && $(GO) test -count=1 -timeout 15m ./...
+	@set -e; bins=$$(bash hack/build-kube-bins.sh); \
+	  echo "control-plane binaries: $$bins"; \
+	  export KUBEBRIDGE_KUBE_BINS=$$bins KUBEBRIDGE_REQUIRE_E2E=1; \
+	  mon=$$(mktemp); \
+	  (cd deploy/monitoring && $(GO) test -count=1 -timeout 15m ./... >$$mon 2>&1; echo $$? >>$$mon) & \
+	  set +e; $(GO) test -race -count=1 -timeout 30m $(PKGS); main=$$?; wait; \
+	  echo "== deploy/monitoring (a module of its own, run beside the main one):"; head -n -1 $$mon; \
+	  monrc=$$(tail -n 1 $$mon); rm -f $$mon; test $$main = 0 && test $$monrc = 0
 
 test-unit: ## Fast tests only (no control plane; end-to-end tests skip)
 	$(GO) test -race -short -count=1 $(PKGS)

@@ -41,6 +41,9 @@ func startNATSCluster(t *testing.T, n int) *testenv.NATSCluster {
 // superseded), no event id is stored twice, and both the replay and the
 // last message per subject equal the apiserver's list.
 func TestReplicatedStream(t *testing.T) {
+	// Its own NATS, namespaces and names: it runs beside the others
+	// that do (testenv's shared NATS is not touched).
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("elections and a 20s loss of quorum")
 	}

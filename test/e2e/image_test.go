@@ -121,6 +121,9 @@ func gitOutput(t *testing.T, args ...string) string {
 // the same index digest, and make image-push puts that index in a registry
 // that wants docker login's credentials.
 func TestImage(t *testing.T) {
+	// Its own NATS, namespaces and names: it runs beside the others
+	// that do (testenv's shared NATS is not touched).
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("make image compiles for two platforms")
 	}

@@ -91,6 +91,9 @@ leafnodes {
 // for the whole stream would skip events of the cluster whose term is the
 // lower.
 func TestClustersThroughLeafNodes(t *testing.T) {
+	// Its own NATS, namespaces and names: it runs beside the others
+	// that do (testenv's shared NATS is not touched).
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a second apiserver, and a 30s cut")
 	}

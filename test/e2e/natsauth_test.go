@@ -39,6 +39,9 @@ import (
 //     delete of the stream are refused;
 //   - an anonymous connection, and a wrong password, are refused.
 func TestNATSLeastPrivilege(t *testing.T) {
+	// Its own NATS, namespaces and names: it runs beside the others
+	// that do (testenv's shared NATS is not touched).
+	t.Parallel()
 	env := testenv.Get(t)
 	users := map[string]map[string]string{
 		"kubebridge-nats":        {"user": "kubebridge", "password": randomPassword(t)},

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,18 +44,19 @@ func natsServerOptions(t *testing.T, sts *appsv1.StatefulSet, configMaps map[str
 	if data == "" {
 		t.Fatalf("no ConfigMap holds %s", path)
 	}
+	env := map[string]string{}
 	for _, e := range c.Env {
 		switch src := e.ValueFrom; {
 		case src == nil:
-			t.Setenv(e.Name, e.Value)
+			env[e.Name] = e.Value
 		case src.FieldRef != nil && src.FieldRef.FieldPath == "metadata.name":
-			t.Setenv(e.Name, fmt.Sprintf("%s-%d", sts.Name, i))
+			env[e.Name] = fmt.Sprintf("%s-%d", sts.Name, i)
 		case src.SecretKeyRef != nil:
 			v, ok := secrets[src.SecretKeyRef.Name][src.SecretKeyRef.Key]
 			if !ok && (src.SecretKeyRef.Optional == nil || !*src.SecretKeyRef.Optional) {
 				t.Fatalf("nats-server's %s: Secret %s has no key %s", e.Name, src.SecretKeyRef.Name, src.SecretKeyRef.Key)
 			}
-			t.Setenv(e.Name, v)
+			env[e.Name] = v
 		case src.ResourceFieldRef != nil:
 			// GOMEMLIMIT and the like: nothing for a server in this process.
 		default:
@@ -65,11 +67,35 @@ func natsServerOptions(t *testing.T, sts *appsv1.StatefulSet, configMaps map[str
 	if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := server.ProcessConfigFile(file)
+	opts, err := parseWithEnv(file, env)
 	if err != nil {
 		t.Fatalf("nats-server cannot parse %s: %v", path, err)
 	}
 	return opts
+}
+
+// configEnv serialises parses that need variables in this process's
+// environment, where nats-server's parser looks them up, so that tests
+// running in parallel do not see each other's.
+var configEnv sync.Mutex
+
+// parseWithEnv parses a nats-server config file with env set for the
+// parse, and the environment restored after it.
+func parseWithEnv(file string, env map[string]string) (*server.Options, error) {
+	configEnv.Lock()
+	defer configEnv.Unlock()
+	for k, v := range env {
+		old, had := os.LookupEnv(k)
+		os.Setenv(k, v)
+		defer func() {
+			if had {
+				os.Setenv(k, old)
+			} else {
+				os.Unsetenv(k)
+			}
+		}()
+	}
+	return server.ProcessConfigFile(file)
 }
 
 // startNATSServers runs the servers of sts with opts[i] each, in this

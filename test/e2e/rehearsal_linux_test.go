@@ -118,6 +118,9 @@ func podSandbox(t *testing.T, imageDir string) podTools {
 // BRIDGE_RESOURCES without its RBAC rule gives a clear log line and a
 // /readyz naming it, while the pod keeps running.
 func TestDeploymentRehearsal(t *testing.T) {
+	// Its own NATS, namespaces and names: it runs beside the others
+	// that do (testenv's shared NATS is not touched).
+	t.Parallel()
 	env := testenv.Get(t)
 	built := theImage(t)
 	imageDir, imageCfg := hostImage(t, built)
