@@ -83,8 +83,16 @@ func (c *churn) stop() []error {
 	return c.errs
 }
 
+// String counts the requests that succeeded and, when some failed, says
+// how many and the last error: a stalled churn says why.
 func (c *churn) String() string {
-	return fmt.Sprintf("%d creates, %d updates, %d deletes", c.creates.Load(), c.updates.Load(), c.deletes.Load())
+	s := fmt.Sprintf("%d creates, %d updates, %d deletes", c.creates.Load(), c.updates.Load(), c.deletes.Load())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.errs); n > 0 {
+		s += fmt.Sprintf("; %d failed, the last: %v", n, c.errs[n-1])
+	}
+	return s
 }
 
 // waitOps waits until at least n more requests succeeded than at the call,
