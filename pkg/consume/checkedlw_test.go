@@ -33,6 +33,12 @@ type checkedListWatch struct {
 	swept   uint64            // by the sessions before the current one
 	held    map[string]string // key → resourceVersion, per the lists and events delivered
 	errs    []string
+	// dropped says, per list, the objects held before it that it does
+	// not have: the reflector reports them deleted. That is right for an
+	// object deleted or relabelled meanwhile, and what to look at when a
+	// NATS informer reports a delete the apiserver's did not.
+	dropped []string
+	uids    map[string]string // key → uid held
 }
 
 // goneAt are Watch calls to answer with 410 Gone.
@@ -80,16 +86,31 @@ func (c *checkedListWatch) ListWithContext(ctx context.Context, o metav1.ListOpt
 	if err != nil {
 		return nil, err
 	}
+	stats := c.Stats()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lists++
 
+	before := c.held
 	c.held = map[string]string{}
 	for _, obj := range items {
 		m := obj.(metav1.Object)
 		c.held[m.GetNamespace()+"/"+m.GetName()] = m.GetResourceVersion()
+		c.uid(m)
+	}
+	for k, rv := range before {
+		if _, ok := c.held[k]; !ok {
+			c.dropped = append(c.dropped, fmt.Sprintf("list %d (at %s; %+v) drops %s (uid %s), held at %s", c.lists, list.(metav1.ListInterface).GetResourceVersion(), stats, k, c.uids[k], rv))
+		}
 	}
 	return list, nil
+}
+
+// drops returns what the lists dropped (see dropped).
+func (c *checkedListWatch) drops() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dropped
 }
 
 func (c *checkedListWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -139,7 +160,16 @@ func (c *checkedListWatch) check(ev watch.Event) {
 		delete(c.held, k)
 	} else {
 		c.held[k] = rv
+		c.uid(m)
 	}
+}
+
+// uid records the uid of the object held at m's key.
+func (c *checkedListWatch) uid(m metav1.Object) {
+	if c.uids == nil {
+		c.uids = map[string]string{}
+	}
+	c.uids[m.GetNamespace()+"/"+m.GetName()] = string(m.GetUID())
 }
 
 // cutWatch passes on the events of a watch and ends after a number of

@@ -177,6 +177,11 @@ func sideBySide(t *testing.T, stream map[string]string, resync string, exact boo
 		for _, e := range p.lw.problems() {
 			t.Errorf("%s: watch: %s", p.name, e)
 		}
+		if t.Failed() {
+			for _, d := range p.lw.drops() {
+				t.Logf("%s: %s", p.name, d)
+			}
+		}
 	}
 	if exact {
 		for _, p := range pairs {
