@@ -192,10 +192,7 @@ func (s *session) consumer(c *Client) jetstream.ConsumerConfig {
 // messages after pos and delivers the events they make.
 func (s *session) watch(ctx context.Context, c *Client, timeoutSeconds *int64) (watch.Interface, error) {
 	s.stopWatch()
-	wctx, cancel := context.WithCancel(ctx)
-	if timeoutSeconds != nil && *timeoutSeconds > 0 {
-		wctx, cancel = context.WithTimeout(ctx, secondsDuration(*timeoutSeconds))
-	}
+	wctx, cancel := watchContext(ctx, timeoutSeconds)
 	r := &reader{js: c.js, stream: c.stream, cfg: s.consumer(c), resume: true}
 	if err := r.open(wctx); err != nil {
 		cancel()
@@ -206,6 +203,16 @@ func (s *session) watch(ctx context.Context, c *Client, timeoutSeconds *int64) (
 	s.guard.ctx = ctx
 	go s.run(wctx, w, r)
 	return w, nil
+}
+
+// watchContext is the context of one watch: cancelled by Stop, and done
+// after timeoutSeconds when they are set, as the API server ends a watch.
+// One context, so that Stop's cancel releases everything it holds.
+func watchContext(ctx context.Context, timeoutSeconds *int64) (context.Context, context.CancelFunc) {
+	if timeoutSeconds != nil && *timeoutSeconds > 0 {
+		return context.WithTimeout(ctx, secondsDuration(*timeoutSeconds))
+	}
+	return context.WithCancel(ctx)
 }
 
 // run is a watch's goroutine. It ends when the watch is stopped or times
