@@ -32,7 +32,8 @@ type reader struct {
 	// that of the last one acknowledged (durable consumers).
 	lastSeq, acked uint64
 	// Where the stream stood when the consumer was created: its last
-	// sequence, and the messages the consumer had pending.
+	// sequence (read just after), and the messages the consumer had
+	// pending.
 	streamLastSeq, pendingAtStart uint64
 }
 
@@ -48,11 +49,6 @@ func (r *reader) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consume: stream %s: %w", r.stream, err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("consume: stream %s: %w", r.stream, err)
-	}
-	r.streamLastSeq = info.State.LastSeq
 	if r.durable() {
 		r.cons, err = s.CreateOrUpdateConsumer(ctx, r.cfg)
 	} else {
@@ -64,6 +60,16 @@ func (r *reader) open(ctx context.Context) error {
 		return fmt.Errorf("consume: create a consumer on %s: %w", r.stream, err)
 	}
 	r.pendingAtStart = r.cons.CachedInfo().NumPending
+	// The stream's last sequence once the consumer exists, not before: a
+	// consumer of the last message per subject delivers, of an object
+	// changed between the two, only the newer message, so a reader that
+	// took the older last sequence for caught up would list the state
+	// there without that object.
+	info, err := s.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("consume: stream %s: %w", r.stream, err)
+	}
+	r.streamLastSeq = info.State.LastSeq
 	if r.it, err = r.cons.Messages(jetstream.WithMessagesErrOnMissingHeartbeat(true)); err != nil {
 		return fmt.Errorf("consume: pull from %s: %w", r.stream, err)
 	}

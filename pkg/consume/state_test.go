@@ -3,12 +3,15 @@ package consume
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/ktesting"
 )
 
@@ -232,5 +235,64 @@ func TestStateSurvivesConsumerLoss(t *testing.T) {
 	}
 	if st.Stats().Breaches() != 0 {
 		t.Errorf("violations: %v", st.Stats().Violations)
+	}
+}
+
+// initialCount counts the objects a handler gets in its initial list.
+type initialCount struct{ n atomic.Int64 }
+
+func (c *initialCount) OnAdd(_ any, initial bool) {
+	if initial {
+		c.n.Add(1)
+	}
+}
+func (c *initialCount) OnUpdate(_, _ any) {}
+func (c *initialCount) OnDelete(any)      {}
+
+// TestLastPerSubjectListsEveryObjectUnderChurn bootstraps from the last
+// message per subject again and again while objects, never deleted, are
+// updated as fast as the server takes it: every initial list holds every
+// object. A reader that decides it has caught up from where the stream
+// stood before its consumer existed lists without the objects changed in
+// between: the consumer delivers only their newer message, and that comes
+// after the point the reader took for the end.
+func TestLastPerSubjectListsEveryObjectUnderChurn(t *testing.T) {
+	_, js, s := startJetStream(t)
+	f := newFab(t, s)
+	const objects = 40
+	objs := make([]*corev1.ConfigMap, objects)
+	for i := range objs {
+		objs[i] = cm("ns", fmt.Sprintf("o%02d", i), fmt.Sprintf("u%02d", i), "10")
+		f.added(objs[i])
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			old := objs[i%objects]
+			objs[i%objects] = cm("ns", old.Name, string(old.UID), fmt.Sprint(11+i))
+			f.updated(objs[i%objects], old)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for attempt := range 30 {
+		st, err := testClient(t, js).NewState([]Filter{{Resource: "configmaps"}}, Bootstrap(LastPerSubject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var initial initialCount
+		if err := st.AddEventHandler("configmaps", &initial); err != nil {
+			t.Fatal(err)
+		}
+		stopState := runState(t, st)
+		stopState()
+		if got := initial.n.Load(); got != objects {
+			t.Fatalf("bootstrap %d: the initial list holds %d of the %d objects (synced at %+v)", attempt, got, objects, st.Stats())
+		}
 	}
 }
