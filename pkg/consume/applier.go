@@ -39,6 +39,11 @@ type Applier struct {
 	hooks Hooks
 	stop  bool
 
+	// applying serializes Apply, so that it can let go of mu while the
+	// sweep guard reads the stream: nothing else changes the types then.
+	applying sync.Mutex
+	// mu guards the state: readers (Stats, the handlers' callers) wait
+	// for it, never for the network.
 	mu     sync.Mutex
 	types  []*typeState
 	terms  terms
@@ -164,6 +169,12 @@ func (a *Applier) skipped(seq uint64) {
 // stops the reader: ErrAmbiguousVersion, or a *Violation with
 // StopOnViolation.
 func (a *Applier) Apply(ev *Event) error {
+	a.applying.Lock()
+	defer a.applying.Unlock()
+	var kept map[string]bool
+	if ev.Verb == SnapshotEnd && a.keepOnSweep != nil {
+		kept = a.guardSweep(ev)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.stats.LastSeq = max(a.stats.LastSeq, ev.Seq)
@@ -204,7 +215,7 @@ func (a *Applier) Apply(ev *Event) error {
 	case SnapshotBegin:
 		v = t.begin(ev)
 	case SnapshotEnd:
-		v = t.end(ev, n)
+		v = t.end(ev, kept, n)
 	default:
 		v = t.object(ev, a.idHash(ev.CloudEvent.ID()), n)
 	}
@@ -212,6 +223,27 @@ func (a *Applier) Apply(ev *Event) error {
 		return a.report(*v)
 	}
 	return nil
+}
+
+// guardSweep asks keepOnSweep about each object the end marker ev would
+// sweep, and returns the keys to keep. keepOnSweep reads the stream, so mu
+// is not held meanwhile; applying is, so the objects asked about are still
+// the ones the end then sweeps.
+func (a *Applier) guardSweep(ev *Event) map[string]bool {
+	a.mu.Lock()
+	t := a.route(ev)
+	var candidates []sweepCandidate
+	if t != nil && ev.Term >= a.terms.current(ev.Seq) && !a.terms.foreign(ev.Term, ev.Seq) {
+		candidates = t.sweepCandidates(ev)
+	}
+	a.mu.Unlock()
+	kept := map[string]bool{}
+	for _, c := range candidates {
+		if a.keepOnSweep(c.key, c.obj, ev) {
+			kept[c.key] = true
+		}
+	}
+	return kept
 }
 
 // route finds the type an event belongs to; nil when no filter selects

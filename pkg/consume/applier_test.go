@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -340,5 +341,35 @@ func TestApplierUndecodableAndVersions(t *testing.T) {
 	}
 	if !errors.Is(err, ErrAmbiguousVersion) {
 		t.Errorf("two versions under one filter: %v", err)
+	}
+}
+
+// TestSweepGuardHoldsNoLock makes the sweep guard wait for a reader of
+// the Applier: the guard reads the stream (up to guardTimeout per object),
+// and while it does, Stats and the listers must answer.
+func TestSweepGuardHoldsNoLock(t *testing.T) {
+	f := newFab(t, &memStore{})
+	f.added(cm("ns", "a", "u1", "10"))
+	f.begin("s1")
+	f.end("s1", 0)
+	a, _, _ := newTestApplier(t)
+	answered := make(chan Stats)
+	asked := 0
+	a.keepOnSweep = func(key string, _ any, _ *Event) bool {
+		asked++
+		go func() { answered <- a.Stats() }()
+		select {
+		case <-answered:
+		case <-time.After(30 * time.Second):
+			t.Errorf("Stats did not answer while the sweep guard read the stream for %s: the guard holds the Applier's lock", key)
+		}
+		return true
+	}
+	applyAll(t, a, f)
+	if asked != 1 {
+		t.Fatalf("the guard was asked %d times, want once (for ns/a)", asked)
+	}
+	if got := held(a.Indexer("configmaps")); !slices.Equal(got, []string{"ns/a@10"}) {
+		t.Errorf("held %v after the guard kept ns/a", got)
 	}
 }

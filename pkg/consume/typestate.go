@@ -58,7 +58,7 @@ func (t *typeState) begin(ev *Event) *Violation {
 	return nil
 }
 
-func (t *typeState) end(ev *Event, n notifier) *Violation {
+func (t *typeState) end(ev *Event, kept map[string]bool, n notifier) *Violation {
 	if ev.SnapshotID != t.open {
 		v := &Violation{Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID()}
 		switch {
@@ -71,10 +71,43 @@ func (t *typeState) end(ev *Event, n notifier) *Violation {
 		}
 		return v
 	}
+	for _, c := range t.sweepCandidates(ev) {
+		if kept[c.key] {
+			continue
+		}
+		t.remove(c.obj)
+		n.a.stats.Swept++
+		n.delete(cache.DeletedFinalStateUnknown{Key: c.key, Obj: c.obj})
+	}
+	for uid, r := range t.uids {
+		if !r.held && r.seq < t.begunAt {
+			delete(t.uids, uid)
+		}
+	}
+	t.open, t.seen, t.lastEnd = "", nil, ev.SnapshotID
+	n.a.stats.Snapshots++
+	return nil
+}
+
+// sweepCandidate is an object an end marker sweeps, unless the sweep guard
+// keeps it.
+type sweepCandidate struct {
+	key string
+	obj any
+}
+
+// sweepCandidates are the objects held that the end marker ev removes: not
+// seen since the open snapshot's begin, and not listed as unpublished.
+// None when ev does not end the open snapshot.
+func (t *typeState) sweepCandidates(ev *Event) []sweepCandidate {
+	if ev.SnapshotID != t.open {
+		return nil
+	}
 	keep := make(map[string]struct{}, len(ev.Unpublished))
 	for _, k := range ev.Unpublished {
 		keep[k] = struct{}{}
 	}
+	var out []sweepCandidate
 	for _, key := range t.indexer.ListKeys() {
 		if _, ok := t.seen[key]; ok {
 			continue
@@ -86,21 +119,9 @@ func (t *typeState) end(ev *Event, n notifier) *Violation {
 		if err != nil || !exists {
 			continue
 		}
-		if n.a.keepOnSweep != nil && n.a.keepOnSweep(key, obj, ev) {
-			continue
-		}
-		t.remove(obj)
-		n.a.stats.Swept++
-		n.delete(cache.DeletedFinalStateUnknown{Key: key, Obj: obj})
+		out = append(out, sweepCandidate{key: key, obj: obj})
 	}
-	for uid, r := range t.uids {
-		if !r.held && r.seq < t.begunAt {
-			delete(t.uids, uid)
-		}
-	}
-	t.open, t.seen, t.lastEnd = "", nil, ev.SnapshotID
-	n.a.stats.Snapshots++
-	return nil
+	return out
 }
 
 // object applies an added, updated, deleted or snapshot item event.
