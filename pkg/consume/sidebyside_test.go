@@ -202,7 +202,15 @@ func (h *harness) referenceState(ctx context.Context) *callLog {
 	h.t.Helper()
 	log := newCallLog()
 	st, err := h.client().NewState([]consume.Filter{{Resource: "configmaps", Namespace: h.ns}},
-		consume.WithHooks(consume.Hooks{OnViolation: func(v consume.Violation) { h.t.Errorf("reference state: violation: %v", &v) }}))
+		consume.WithHooks(consume.Hooks{OnViolation: func(v consume.Violation) {
+			// As for the pairs: it bootstraps from the last message per
+			// subject, so when the newest begin marker is newer than the
+			// newest end marker (a snapshot in progress) the end comes
+			// first and is reported, and no breach.
+			if v.Kind.Breach() {
+				h.t.Errorf("reference state: violation: %v", &v)
+			}
+		}}))
 	if err != nil {
 		h.t.Fatal(err)
 	}
