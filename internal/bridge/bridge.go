@@ -94,7 +94,13 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	logger.Info("JetStream stream ready", "stream", info.Config.Name, "subjects", strings.Join(info.Config.Subjects, ","), "maxPayload", limits.maxPayload())
 
 	m.NATSConnected(nc.IsConnected)
-	in := newIntake(o.now, func(r *informers.Resource, n int) { m.ChangesCoalesced.WithLabelValues(r.String()).Add(float64(n)) })
+	in := newIntake(o.now, intakeReports{
+		coalesced: func(r *informers.Resource, n int) { m.ChangesCoalesced.WithLabelValues(r.String()).Add(float64(n)) },
+		unkeyed: func(c informers.Change, err error) {
+			m.Unpublishable.WithLabelValues(c.Resource.String()).Inc()
+			logger.Error(err, "A change without a cache key cannot be published", "resource", c.Resource.String(), "verb", c.Verb)
+		},
+	})
 	var queue informers.Queue = in
 	var gated *gate
 	if cfg.LeaderElection {

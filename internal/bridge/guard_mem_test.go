@@ -180,7 +180,7 @@ func BenchmarkIntakeMemory(b *testing.B) {
 					}
 					now := time.Now()
 					before := liveHeap()
-					in := newIntake(time.Now, func(*informers.Resource, int) {})
+					in := newIntake(time.Now, noReports)
 					for v := 1; v <= changes; v++ {
 						for i := range n {
 							in.Add(informers.Change{Verb: informers.Updated, Resource: memCM, Object: versions[v][i], OldObject: versions[v-1][i], ObservedAt: now})
@@ -205,7 +205,7 @@ func BenchmarkIntakeMemory(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				in := newIntake(time.Now, func(*informers.Resource, int) {})
+				in := newIntake(time.Now, noReports)
 				before := liveHeap()
 				in.requestSnapshot(memCM, memCache{idx}, "s1")
 				in.mu.Lock()

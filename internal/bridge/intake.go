@@ -79,10 +79,8 @@ type intake struct {
 	// liveStreak counts live changes handed on since the last snapshot step.
 	liveStreak int
 	now        func() time.Time
-	// coalesced is told about changes that will not be published as events
-	// of their own (merged, cancelled out, or superseded by a snapshot item).
-	coalesced func(r *informers.Resource, n int)
-	wake      chan struct{}
+	report     intakeReports
+	wake       chan struct{}
 	// held types keep their changes until release: nothing of a type may
 	// be published before the deletes missed while no bridge published
 	// it, or a name deleted and created again meanwhile would go from the
@@ -90,8 +88,20 @@ type intake struct {
 	held map[*informers.Resource]bool
 }
 
-func newIntake(now func() time.Time, coalesced func(*informers.Resource, int)) *intake {
-	return &intake{objects: map[objectRef]*objectState{}, now: now, coalesced: coalesced, wake: make(chan struct{}, 1), held: map[*informers.Resource]bool{}}
+// intakeReports is what an intake tells the bridge, for its metrics and
+// log.
+type intakeReports struct {
+	// coalesced is told about changes that will not be published as
+	// events of their own (merged into a later one).
+	coalesced func(r *informers.Resource, n int)
+	// unkeyed is told about a change whose object has no cache key (no
+	// metadata: nothing an informer delivers), which cannot be tracked
+	// per object and is not published.
+	unkeyed func(c informers.Change, err error)
+}
+
+func newIntake(now func() time.Time, report intakeReports) *intake {
+	return &intake{objects: map[objectRef]*objectState{}, now: now, report: report, wake: make(chan struct{}, 1), held: map[*informers.Resource]bool{}}
 }
 
 func (in *intake) signal() {
@@ -102,17 +112,18 @@ func (in *intake) signal() {
 }
 
 // Add takes a change from an informer handler. It never blocks on the
-// pipeline and never drops.
+// pipeline, and drops only a change without a key, which it reports.
 func (in *intake) Add(c informers.Change) {
 	key, err := cache.MetaNamespaceKeyFunc(c.Object)
 	if err != nil {
+		in.report.unkeyed(c, err)
 		return
 	}
 	ref := objectRef{res: c.Resource, key: key}
 	in.mu.Lock()
 	st := in.state(ref)
 	if n := in.merge(st, pending{c: c, uid: uidOf(c.Object), since: c.ObservedAt}); n > 0 {
-		in.coalesced(c.Resource, n)
+		in.report.coalesced(c.Resource, n)
 	}
 	in.settle(ref, st)
 	in.mu.Unlock()

@@ -27,9 +27,12 @@ func live(verb informers.Verb, obj, old runtime.Object) informers.Change {
 
 type coalescedCount map[*informers.Resource]int
 
+// noReports is an intake's reports for tests that look at neither.
+var noReports = intakeReports{coalesced: func(*informers.Resource, int) {}, unkeyed: func(informers.Change, error) {}}
+
 func newTestIntake() (*intake, coalescedCount) {
 	counts := coalescedCount{}
-	return newIntake(func() time.Time { return time.Unix(0, 0) }, func(r *informers.Resource, n int) { counts[r] += n }), counts
+	return newIntake(func() time.Time { return time.Unix(0, 0) }, intakeReports{coalesced: func(r *informers.Resource, n int) { counts[r] += n }, unkeyed: noReports.unkeyed}), counts
 }
 
 // drain takes everything the intake hands on, settling each at once.
@@ -354,5 +357,20 @@ func TestIntakeLagStartsAtTheOldestChange(t *testing.T) {
 		case w.c.Verb == informers.SnapshotItem && w.ref.key == "ns/b" && !w.since.IsZero():
 			t.Errorf("an item that replaced no change has a lag from %v", w.since)
 		}
+	}
+}
+
+// TestIntakeReportsAChangeWithoutKey gives the intake a change whose
+// object has no metadata: it cannot be tracked per object, so it is
+// reported (the bridge logs and counts it), not dropped without a word.
+func TestIntakeReportsAChangeWithoutKey(t *testing.T) {
+	var reported []error
+	in := newIntake(time.Now, intakeReports{coalesced: func(*informers.Resource, int) {}, unkeyed: func(_ informers.Change, err error) { reported = append(reported, err) }})
+	in.Add(informers.Change{Verb: informers.Added, Resource: configMaps, Object: &metav1.Status{}})
+	if len(reported) != 1 {
+		t.Fatalf("%d reports of a change without a key, want 1", len(reported))
+	}
+	if w := drain(in); len(w) != 0 {
+		t.Errorf("the intake handed on %d changes without a key", len(w))
 	}
 }

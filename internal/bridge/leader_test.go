@@ -12,7 +12,7 @@ import (
 // A standby's gate drops changes: nothing accumulates in the intake until
 // the replica leads.
 func TestGateDropsUntilOpen(t *testing.T) {
-	in := newIntake(time.Now, func(*informers.Resource, int) {})
+	in := newIntake(time.Now, noReports)
 	g := &gate{next: in}
 	g.Add(informers.Change{Verb: informers.Updated, Resource: benchPods, Object: fixtures.Pod(1, 2), OldObject: fixtures.Pod(1, 1)})
 	if n := in.pendingObjects(); n != 0 {

@@ -103,8 +103,11 @@ func runPublishing(t testing.TB, cfg *config.Config, js sink.AsyncPublisher, d p
 	if d.maxPayload == nil {
 		d.maxPayload = func() int { return 0 }
 	}
-	in := newIntake(time.Now, func(r *informers.Resource, n int) {
-		d.metrics.ChangesCoalesced.WithLabelValues(r.String()).Add(float64(n))
+	in := newIntake(time.Now, intakeReports{
+		coalesced: func(r *informers.Resource, n int) {
+			d.metrics.ChangesCoalesced.WithLabelValues(r.String()).Add(float64(n))
+		},
+		unkeyed: noReports.unkeyed,
 	})
 	pb, err := startPublishing(soft, hard, &wg, cfg, in, d)
 	if err != nil {

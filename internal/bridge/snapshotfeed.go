@@ -65,7 +65,7 @@ func (in *intake) takeSnapshot() (work, bool) {
 				// A change of the object is pending or in flight: the item
 				// takes its place in the object's queue.
 				if n := in.merge(st, item); n > 0 {
-					in.coalesced(res, n)
+					in.report.coalesced(res, n)
 				}
 				in.settle(ref, st)
 				continue
