@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	listersv1 "k8s.io/client-go/listers/core/v1"
@@ -371,5 +372,29 @@ func TestSweepGuardHoldsNoLock(t *testing.T) {
 	}
 	if got := held(a.Indexer("configmaps")); !slices.Equal(got, []string{"ns/a@10"}) {
 		t.Errorf("held %v after the guard kept ns/a", got)
+	}
+}
+
+// TestApplierObjectWithoutKey applies an event whose object the indexer
+// cannot key: it is reported as undecodable and changes nothing, where
+// the indexer's error used to be dropped after the uid was recorded.
+func TestApplierObjectWithoutKey(t *testing.T) {
+	f := newFab(t, &memStore{})
+	f.added(cm("ns", "a", "u1", "10"))
+	a, vs, rec := newTestApplier(t)
+	a.EndInitialList()
+	ev, err := a.dec.decode(f.seqs[0], f.msgs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Object = &metav1.Status{}
+	if err := a.Apply(ev); err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(*vs); !slices.Equal(got, []ViolationKind{Undecodable}) {
+		t.Errorf("violations %v, want [undecodable]", got)
+	}
+	if got := held(a.Indexer("configmaps")); len(got) != 0 || len(rec.calls) != 0 || a.Stats().Applied != 0 {
+		t.Errorf("held %v, handler calls %v, %d applied: an object without a key changed the state", got, rec.calls, a.Stats().Applied)
 	}
 }

@@ -126,6 +126,11 @@ func (t *typeState) sweepCandidates(ev *Event) []sweepCandidate {
 
 // object applies an added, updated, deleted or snapshot item event.
 func (t *typeState) object(ev *Event, idHash uint64, n notifier) *Violation {
+	if _, err := cache.MetaNamespaceKeyFunc(ev.Object); err != nil {
+		// Checked before anything changes: the indexer could not hold it.
+		return &Violation{Kind: Undecodable, Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID(),
+			Detail: fmt.Sprintf("%s of uid %s: the object has no cache key: %v", ev.Verb, ev.UID, err), Err: err}
+	}
 	r := t.uids[ev.UID]
 	if r != nil {
 		if v := r.check(ev, idHash); v != nil {
@@ -173,7 +178,11 @@ func (t *typeState) object(ev *Event, idHash uint64, n notifier) *Violation {
 		t.remove(old)
 		n.delete(cache.DeletedFinalStateUnknown{Key: ev.Key(), Obj: old})
 	}
-	_ = t.indexer.Update(ev.Object)
+	if err := t.indexer.Update(ev.Object); err != nil {
+		// Unreachable after the key check: the indexer fails on keys only
+		// (a failing index function panics in client-go).
+		panic(err)
+	}
 	r.held = true
 	if held {
 		n.update(old, ev.Object)
@@ -186,7 +195,10 @@ func (t *typeState) object(ev *Event, idHash uint64, n notifier) *Violation {
 // remove takes an object out of the indexer; its uid's record stays until
 // the next snapshot end.
 func (t *typeState) remove(obj any) {
-	_ = t.indexer.Delete(obj)
+	if err := t.indexer.Delete(obj); err != nil {
+		// obj came out of the indexer, so it has a key.
+		panic(err)
+	}
 	if r := t.uids[uidOf(obj)]; r != nil {
 		r.held = false
 	}
