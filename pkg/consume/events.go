@@ -6,6 +6,7 @@ import (
 	"iter"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/klog/v2"
 )
 
 // EventsOption configures Events.
@@ -128,7 +129,7 @@ func (c *Client) Events(ctx context.Context, filters []Filter, opts ...EventsOpt
 		if o.untilCaughtUp && r.pendingAtStart == 0 && r.cons.CachedInfo().NumAckPending == 0 {
 			return
 		}
-		e := eventLoop{c: c, r: r, fs: fs, o: o, terms: &t}
+		e := eventLoop{c: c, r: r, fs: fs, o: o, terms: &t, logger: klog.FromContext(ctx)}
 		e.run(ctx, yield)
 	}
 }
@@ -171,6 +172,8 @@ type eventLoop struct {
 	fs    []filter
 	o     eventsOptions
 	terms *terms
+	// logger reports acknowledgements that fail.
+	logger klog.Logger
 }
 
 func (e *eventLoop) run(ctx context.Context, yield func(*Event, error) bool) {
@@ -263,7 +266,15 @@ func (e *eventLoop) settle(m msg, how func() error, done bool) {
 	if !e.r.durable() {
 		return
 	}
-	if err := how(); err == nil && done {
+	err := how()
+	if err != nil {
+		// The server delivers the message again after AckWait: the
+		// reader sees it twice, which is what at-least-once allows, but
+		// it should know why.
+		e.logger.Error(err, "Cannot settle a message with the durable consumer; it will be delivered again", "consumer", e.r.cfg.Durable, "seq", m.meta.Sequence.Stream, "subject", m.Subject())
+		return
+	}
+	if done {
 		e.r.acked = max(e.r.acked, m.meta.Sequence.Stream)
 	}
 }

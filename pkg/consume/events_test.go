@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 )
 
@@ -138,5 +141,36 @@ func TestEventsDecodeError(t *testing.T) {
 	}
 	if got := collect(t, c, []Filter{{Resource: ""}}); len(got) != 1 || got[0] == "" {
 		t.Errorf("a bad filter: %q", got)
+	}
+}
+
+// A durable consumer's acknowledgement that fails (here: the connection
+// closed under the loop body) is logged, not dropped: the message comes
+// again, and the reader should know why.
+func TestEventsAckErrorLogged(t *testing.T) {
+	nc, _, s := startJetStream(t)
+	f := newFab(t, s)
+	f.added(cm("ns", "a", "u1", "100"))
+	f.added(cm("ns", "b", "u2", "101"))
+	own, err := nats.Connect(nc.ConnectedUrl())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	ownJS, err := jetstream.New(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctx := klog.NewContext(context.Background(), logger)
+	for _, err := range testClient(t, ownJS).Events(ctx, []Filter{{Resource: "configmaps"}}, Durable("svc")) {
+		if err != nil {
+			break
+		}
+		own.Close()
+	}
+	logs := logger.GetSink().(ktesting.Underlier).GetBuffer().String()
+	if !strings.Contains(logs, "Cannot settle a message with the durable consumer") || !strings.Contains(logs, "connection closed") {
+		t.Errorf("no log line for the failed acknowledgement; the log:\n%s", logs)
 	}
 }
