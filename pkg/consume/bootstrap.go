@@ -92,10 +92,12 @@ func (s *State) plan(ctx context.Context) (plan, error) {
 }
 
 // latestSnapshotStart is the sequence of the begin marker of the type's
-// latest complete snapshot, and that snapshot's end marker: the last
-// message on <type>._snapshot.end names it, and it is among the begin
-// markers kept. It is 0 when there is none, or when that end marker was
-// written by a deposed leader.
+// latest usable complete snapshot, and that snapshot's end marker: the
+// last message on <type>._snapshot.end names it, and it is among the
+// begin markers kept. When that end marker cannot be used (its term does
+// not parse, or a deposed leader wrote it), the newest one before it that
+// can: a replay from any complete snapshot a leader wrote ends in the same
+// state. It is 0 when there is none.
 func (s *State) latestSnapshotStart(ctx context.Context, f filter) (uint64, *jetstream.RawStreamMsg, error) {
 	stream, err := s.c.js.Stream(ctx, s.c.stream)
 	if err != nil {
@@ -109,15 +111,20 @@ func (s *State) latestSnapshotStart(ctx context.Context, f filter) (uint64, *jet
 	if err != nil {
 		return 0, nil, fmt.Errorf("consume: last end marker of %s: %w", f.ref, err)
 	}
-	term, err := encode.TermOf(end.Header)
-	if err != nil {
-		return 0, nil, nil
-	}
-	s.a.mu.Lock()
-	fenced := term < s.a.terms.current(end.Sequence) || s.a.terms.foreign(term, end.Sequence)
-	s.a.mu.Unlock()
-	if fenced {
-		return 0, nil, nil
+	if !s.usableEnd(end.Sequence, end.Header) {
+		end = nil
+		err = scanSubject(ctx, s.c.js, s.c.stream, markers+".end", func(seq uint64, h nats.Header) error {
+			if s.usableEnd(seq, h) {
+				end = &jetstream.RawStreamMsg{Subject: markers + ".end", Sequence: seq, Header: h}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, nil, fmt.Errorf("consume: end markers of %s: %w", f.ref, err)
+		}
+		if end == nil {
+			return 0, nil, nil
+		}
 	}
 	id := end.Header.Get("ce-" + encode.ExtSnapshotID)
 	var begin uint64
@@ -131,6 +138,19 @@ func (s *State) latestSnapshotStart(ctx context.Context, f filter) (uint64, *jet
 		return 0, nil, fmt.Errorf("consume: begin markers of %s: %w", f.ref, err)
 	}
 	return begin, end, nil
+}
+
+// usableEnd reports whether a replay may start from the snapshot the end
+// marker stored at seq with header h closes: its term parses, and is that
+// of the leader at seq.
+func (s *State) usableEnd(seq uint64, h nats.Header) bool {
+	term, err := encode.TermOf(h)
+	if err != nil {
+		return false
+	}
+	s.a.mu.Lock()
+	defer s.a.mu.Unlock()
+	return term >= s.a.terms.current(seq) && !s.a.terms.foreign(term, seq)
 }
 
 // unpublished returns the last messages, stored before the begin marker at

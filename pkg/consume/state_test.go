@@ -13,6 +13,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
 // history stores a stream that needs every rule to read right:
@@ -294,5 +297,46 @@ func TestLastPerSubjectListsEveryObjectUnderChurn(t *testing.T) {
 		if got := initial.n.Load(); got != objects {
 			t.Fatalf("bootstrap %d: the initial list holds %d of the %d objects (synced at %+v)", attempt, got, objects, st.Stats())
 		}
+	}
+}
+
+// A full replay whose newest end marker has a term header that does not
+// parse starts from the newest end marker that has one, not from the
+// first message of the stream. The bad marker is still read, and reported.
+func TestFullReplayPastABadEndMarker(t *testing.T) {
+	_, js, s := startJetStream(t)
+	f := newFab(t, s)
+	f.term("a")
+	for i := range 20 {
+		f.added(cm("ns", fmt.Sprintf("gone-%02d", i), fmt.Sprintf("g%d", i), fmt.Sprint(10+i)))
+	}
+	f.begin("s1")
+	f.item("s1", cm("ns", "a", "u1", "40"))
+	f.end("s1", 1)
+	f.begin("s2")
+	f.item("s2", cm("ns", "a", "u1", "40"))
+	e, err := f.enc.Encode(informers.Change{Verb: informers.SnapshotEnd, Resource: cmResource, SnapshotID: "s2", SnapshotCount: 1, ObservedAt: f.now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Msg.Header.Set(encode.TermHeader, "not-a-term")
+	f.put(e.Msg)
+	var vs []Violation
+	st, err := testClient(t, js).NewState([]Filter{{Resource: "configmaps"}}, Bootstrap(FullReplay),
+		WithHooks(Hooks{OnViolation: func(v Violation) { vs = append(vs, v) }}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runState(t, st)
+	if got := held(st.Indexer("configmaps")); !slices.Equal(got, []string{"ns/a@40"}) {
+		t.Errorf("held %v, want [ns/a@40]", got)
+	}
+	// From s1's begin: the two items of ns/a; from the first message, the
+	// twenty objects s1 swept too.
+	if got := st.Stats().Applied; got != 2 {
+		t.Errorf("%d events applied, want 2: the replay did not start at s1's begin", got)
+	}
+	if got := kinds(vs); !slices.Equal(got, []ViolationKind{Undecodable}) {
+		t.Errorf("violations %v, want the bad end marker reported as undecodable", got)
 	}
 }
