@@ -16,6 +16,10 @@ import (
 const (
 	// CoreGroupToken stands for the legacy core API group ("").
 	CoreGroupToken = "core"
+	// namedCoreGroupToken stands for an API group named "core" (an
+	// aggregated API may serve one): its first letter escaped, a form
+	// EscapeToken never writes, so it cannot meet the legacy group's.
+	namedCoreGroupToken = "%63ore"
 	// ClusterScopeToken takes the namespace position for cluster-scoped objects.
 	ClusterScopeToken = "_cluster"
 	// SnapshotToken takes the namespace position in snapshot marker subjects.
@@ -120,6 +124,8 @@ func unhex(c byte) int {
 //
 //	<prefix>.<cluster>.<group|core>.<version>.<resource>.<namespace|_cluster>.<name>
 //	<prefix>.<cluster>.<group|core>.<version>.<resource>._snapshot.begin|end
+//
+// A group named "core" is %63ore, so that it cannot meet the core group.
 type Subjects struct {
 	// Prefix is one or more literal subject tokens, e.g. "kubebridge".
 	Prefix string
@@ -142,14 +148,23 @@ func (s Subjects) Type(r *informers.Resource) string {
 // and resource; an empty version is the * wildcard, for readers that take
 // a type at whatever version it is published.
 func (s Subjects) TypeOf(group, version, resource string) string {
-	g, v := CoreGroupToken, "*"
-	if group != "" {
-		g = EscapeToken(group)
-	}
+	g, v := groupToken(group), "*"
 	if version != "" {
 		v = EscapeToken(version)
 	}
 	return s.Prefix + "." + s.Cluster + "." + g + "." + v + "." + EscapeToken(resource)
+}
+
+// groupToken is the subject token of an API group: CoreGroupToken for the
+// legacy core group, namedCoreGroupToken for a group named "core".
+func groupToken(group string) string {
+	switch group {
+	case "":
+		return CoreGroupToken
+	case "core":
+		return namedCoreGroupToken
+	}
+	return EscapeToken(group)
 }
 
 // ParseTypeTokens reverses the group, version and resource tokens of a
@@ -157,7 +172,11 @@ func (s Subjects) TypeOf(group, version, resource string) string {
 func ParseTypeTokens(group, version, resource string) (schema.GroupVersionResource, error) {
 	var gvr schema.GroupVersionResource
 	var err error
-	if group != CoreGroupToken {
+	switch group {
+	case CoreGroupToken:
+	case namedCoreGroupToken:
+		gvr.Group = "core"
+	default:
 		if gvr.Group, err = UnescapeToken(group); err != nil {
 			return gvr, err
 		}
