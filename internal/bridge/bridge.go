@@ -219,7 +219,7 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	// cannot be listed holds up nobody else.
 	ids := newSnapshotIDs(o.now())
 	for i, src := range sources {
-		s := &snapshotter{res: src.Resource, src: src, intake: in, markers: pb.markers, ids: ids, period: cfg.ResyncPeriod, metrics: m, status: statuses[i],
+		s := &snapshotter{res: src.Resource, scope: src.Scope, src: src, intake: in, markers: pb.markers, ids: ids, period: cfg.ResyncPeriod, metrics: m, status: statuses[i],
 			minBackoff: time.Second, maxBackoff: time.Minute, syncLogEvery: 30 * time.Second,
 			missedDeletes: func(ctx context.Context) ([]informers.Change, error) {
 				return rec.missedDeletes(ctx, src.Resource, src.Scope, src, o.now())

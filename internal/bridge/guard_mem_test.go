@@ -207,7 +207,7 @@ func BenchmarkIntakeMemory(b *testing.B) {
 				}
 				in := newIntake(time.Now, noReports)
 				before := liveHeap()
-				in.requestSnapshot(memCM, memCache{idx}, "s1")
+				in.requestSnapshot(memCM, memCache{idx}, informers.Scope{}, "s1")
 				in.mu.Lock()
 				w, ok := in.take(true)
 				in.mu.Unlock()

@@ -152,7 +152,7 @@ func TestIntakeLiveChangesInterleaveWithSnapshot(t *testing.T) {
 	for i := range 5000 {
 		cache[fmt.Sprintf("ns/s%04d", i)] = intakeCM(fmt.Sprintf("s%04d", i), fmt.Sprint("su", i), "1")
 	}
-	in.requestSnapshot(configMaps, cache, "s1")
+	in.requestSnapshot(configMaps, cache, informers.Scope{}, "s1")
 	var handed []work
 	take := func() work {
 		w := drain1(t, in)
@@ -205,7 +205,7 @@ func TestIntakeLiveChangesInterleaveWithSnapshot(t *testing.T) {
 func TestIntakeSnapshotNotStarved(t *testing.T) {
 	in, _ := newTestIntake()
 	cache := mapCache{"ns/x": intakeCM("x", "ux", "1"), "ns/y": intakeCM("y", "uy", "1")}
-	in.requestSnapshot(configMaps, cache, "s1")
+	in.requestSnapshot(configMaps, cache, informers.Scope{}, "s1")
 	steps := 0
 	for i := 0; steps < 4 && i < 10*liveBurst; i++ {
 		in.Add(live(informers.Added, intakeCM(fmt.Sprint("l", i), fmt.Sprint("lu", i), "2"), nil))
@@ -231,7 +231,7 @@ func TestIntakeDeferredItem(t *testing.T) {
 	in.Add(live(informers.Updated, a2, a1))
 	inFlight := drain1(t, in)
 	in.Add(live(informers.Updated, a3, a2)) // waits behind the one in flight
-	in.requestSnapshot(configMaps, mapCache{"ns/a": a3}, "s1")
+	in.requestSnapshot(configMaps, mapCache{"ns/a": a3}, informers.Scope{}, "s1")
 	if w := drain1(t, in); w.c.Verb != informers.SnapshotBegin {
 		t.Fatalf("took %s, want begin", w.c.Verb)
 	}
@@ -252,7 +252,7 @@ func TestIntakeDeferredItem(t *testing.T) {
 // comes back, truncated, before it.
 func TestIntakeRequeueBeforeEnd(t *testing.T) {
 	in, _ := newTestIntake()
-	in.requestSnapshot(configMaps, mapCache{"ns/big": intakeCM("big", "ub", "5")}, "s1")
+	in.requestSnapshot(configMaps, mapCache{"ns/big": intakeCM("big", "ub", "5")}, informers.Scope{}, "s1")
 	drain1(t, in) // begin
 	item := drain1(t, in)
 	if item.c.Verb != informers.SnapshotItem {
@@ -339,7 +339,7 @@ func TestIntakeLagStartsAtTheOldestChange(t *testing.T) {
 	a4 := intakeCM("a", "u1", "4")
 	inFlight := func() work { in.Add(at(live(informers.Updated, a4, a3), 40)); return drain1(t, in) }()
 	in.Add(at(live(informers.Updated, intakeCM("a", "u1", "5"), a4), 50)) // waits behind the one in flight
-	in.requestSnapshot(configMaps, mapCache{"ns/a": intakeCM("a", "u1", "5"), "ns/b": b1}, "s1")
+	in.requestSnapshot(configMaps, mapCache{"ns/a": intakeCM("a", "u1", "5"), "ns/b": b1}, informers.Scope{}, "s1")
 	drain1(t, in) // begin
 	if w, ok := tryTake(in); ok && w.ref.key == "ns/a" {
 		t.Fatalf("took %s while a's change is in flight", describeWork([]work{w}))

@@ -152,7 +152,7 @@ func TestSnapshotEndCountsStoredItems(t *testing.T) {
 	}
 	for _, id := range []string{"s1", "s2"} {
 		ended := pb.markers.expect(id)
-		pb.intake.requestSnapshot(configMaps, cache, id)
+		pb.intake.requestSnapshot(configMaps, cache, informers.Scope{}, id)
 		select {
 		case r := <-ended:
 			if r.err != nil {

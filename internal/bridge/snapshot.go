@@ -33,6 +33,7 @@ func (s *snapshotIDs) next() string { return s.base + "-" + strconv.FormatInt(s.
 // without its start-up snapshot.
 type snapshotter struct {
 	res     *informers.Resource
+	scope   informers.Scope
 	src     syncedCache
 	intake  *intake
 	markers *markerWaiter
@@ -164,7 +165,7 @@ func (s *snapshotter) snapshot(ctx context.Context, reason string) error {
 	id := s.ids.next()
 	start := time.Now()
 	ended := s.markers.expect(id)
-	s.intake.requestSnapshot(s.res, s.src, id)
+	s.intake.requestSnapshot(s.res, s.src, s.scope, id)
 	logger.V(2).Info("Snapshot requested", "snapshotID", id, "reason", reason)
 	var r markerResult
 	select {

@@ -13,6 +13,7 @@ import (
 type snapshotRun struct {
 	res      *informers.Resource
 	src      cacheReader
+	scope    informers.Scope
 	id       string
 	begun    bool
 	keys     []string
@@ -28,11 +29,12 @@ type cacheReader interface {
 	Get(key string) (runtime.Object, bool)
 }
 
-// requestSnapshot queues a snapshot of src. It begins when the sequencer
-// gets to it; its end marker reports through markers under id.
-func (in *intake) requestSnapshot(res *informers.Resource, src cacheReader, id string) {
+// requestSnapshot queues a snapshot of src, which holds res watched with
+// scope (its begin marker says so). It begins when the sequencer gets to
+// it; its end marker reports through markers under id.
+func (in *intake) requestSnapshot(res *informers.Resource, src cacheReader, scope informers.Scope, id string) {
 	in.mu.Lock()
-	in.runs = append(in.runs, &snapshotRun{res: res, src: src, id: id})
+	in.runs = append(in.runs, &snapshotRun{res: res, src: src, scope: scope, id: id})
 	in.mu.Unlock()
 	in.signal()
 }
@@ -47,7 +49,7 @@ func (in *intake) takeSnapshot() (work, bool) {
 			// Keys are listed when the begin marker is handed on: every
 			// object in the cache now gets an item or a delete after it.
 			run.keys = run.src.Keys()
-			return work{c: informers.Change{Verb: informers.SnapshotBegin, Resource: res, SnapshotID: run.id, ObservedAt: in.now()}, run: run}, true
+			return work{c: informers.Change{Verb: informers.SnapshotBegin, Resource: res, Scope: run.scope, SnapshotID: run.id, ObservedAt: in.now()}, run: run}, true
 		}
 		for run.next < len(run.keys) {
 			key := run.keys[run.next]

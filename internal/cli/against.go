@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,12 +14,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubebridge/kubebridge/pkg/consume"
 )
 
 // clusterDiff is how one type's replayed state differs from the
 // apiserver's list.
 type clusterDiff struct {
-	Type      string `json:"type"`
+	Type string `json:"type"`
+	// Scope is what the bridge watches the type for, from its snapshot
+	// begin markers ("" for everything): the cluster is listed within it.
+	Scope     string `json:"scope,omitempty"`
 	InStream  int    `json:"inStream"`
 	InCluster int    `json:"inCluster"`
 	// NotServed is set when the apiserver does not serve the type.
@@ -95,24 +101,30 @@ func compareType(ctx context.Context, client metadata.Interface, tc *typeCheck, 
 		stream[ref.Key] = ref
 	}
 	d.InStream = len(stream)
+	// Within the scope the bridge watches the type with, as its begin
+	// markers say: what it does not watch is not in the stream.
+	scope, _ := tc.a.Scope(tc.t.filter())
+	d.Scope = scopeOf(scope)
 	gvr := schema.GroupVersionResource{Group: tc.t.Group, Version: tc.t.Version, Resource: tc.t.Resource}
 	listed := map[string]objectRef{}
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		list, err := client.Resource(gvr).Namespace(ns).List(ctx, opts)
-		if apierrors.IsNotFound(err) {
-			d.NotServed = true
-			return d, nil
-		}
-		if err != nil {
-			return d, err
-		}
-		for _, it := range list.Items {
-			ref := objectRef{Key: keyOf(it.Namespace, it.Name), UID: string(it.UID), ResourceVersion: it.ResourceVersion}
-			listed[ref.Key] = ref
-		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			break
+	for _, n := range namespacesToList(scope.Namespaces, ns) {
+		opts := metav1.ListOptions{Limit: 500, LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector}
+		for {
+			list, err := client.Resource(gvr).Namespace(n).List(ctx, opts)
+			if apierrors.IsNotFound(err) {
+				d.NotServed = true
+				return d, nil
+			}
+			if err != nil {
+				return d, err
+			}
+			for _, it := range list.Items {
+				ref := objectRef{Key: keyOf(it.Namespace, it.Name), UID: string(it.UID), ResourceVersion: it.ResourceVersion}
+				listed[ref.Key] = ref
+			}
+			if opts.Continue = list.Continue; opts.Continue == "" {
+				break
+			}
 		}
 	}
 	d.InCluster = len(listed)
@@ -132,6 +144,37 @@ func compareType(ctx context.Context, client metadata.Interface, tc *typeCheck, 
 		}
 	}
 	return d, nil
+}
+
+// namespacesToList are the namespaces to list: those of the scope, or
+// only flagNS among them when it is set; flagNS ("" for all) without a
+// scope of namespaces. The scope's namespaces do not narrow a
+// cluster-scoped type: the bridge does not stamp them on its markers.
+func namespacesToList(scoped []string, flagNS string) []string {
+	switch {
+	case len(scoped) == 0:
+		return []string{flagNS}
+	case flagNS == "":
+		return scoped
+	case slices.Contains(scoped, flagNS):
+		return []string{flagNS}
+	}
+	return nil
+}
+
+// scopeOf describes a scope for the report; "" for everything.
+func scopeOf(s consume.Scope) string {
+	var parts []string
+	if len(s.Namespaces) > 0 {
+		parts = append(parts, "namespaces "+strings.Join(s.Namespaces, ","))
+	}
+	if s.LabelSelector != "" {
+		parts = append(parts, "labels "+s.LabelSelector)
+	}
+	if s.FieldSelector != "" {
+		parts = append(parts, "fields "+s.FieldSelector)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func keyOf(ns, name string) string {
@@ -160,8 +203,12 @@ func (r report) writeAgainst(w io.Writer, maxPerKind int) {
 			fmt.Fprintf(w, "  %s: %d in the stream; the apiserver does not serve the type\n", d.Type, d.InStream)
 			continue
 		}
-		fmt.Fprintf(w, "  %s: %d in the stream, %d in the cluster: %d missing, %d extra, %d at another uid or resourceVersion\n",
-			d.Type, d.InStream, d.InCluster, len(d.Missing), len(d.Extra), len(d.Differ))
+		within := ""
+		if d.Scope != "" {
+			within = " (within the bridge's scope: " + d.Scope + ")"
+		}
+		fmt.Fprintf(w, "  %s: %d in the stream, %d in the cluster%s: %d missing, %d extra, %d at another uid or resourceVersion\n",
+			d.Type, d.InStream, d.InCluster, within, len(d.Missing), len(d.Extra), len(d.Differ))
 		for i, m := range d.Missing {
 			if i == maxPerKind {
 				fmt.Fprintf(w, "    missing  … and %d more\n", len(d.Missing)-i)

@@ -29,8 +29,10 @@ type verifyReport struct {
 	Breaches    int `json:"breaches"`
 	Differences int `json:"differences"`
 	Against     []struct {
-		Type    string `json:"type"`
-		Missing []struct {
+		Type      string `json:"type"`
+		Scope     string `json:"scope"`
+		InCluster int    `json:"inCluster"`
+		Missing   []struct {
 			Key string `json:"key"`
 		} `json:"missing"`
 		Extra []struct {

@@ -121,6 +121,19 @@ func (a *Applier) Indexer(resource string) cache.Indexer {
 	return nil
 }
 
+// Scope returns what the bridge watches the type named as in its Filter
+// for, as the last snapshot begin marker applied says; false before any
+// (or for a type no filter names).
+func (a *Applier) Scope(resource string) (Scope, bool) {
+	t := a.lookup(resource)
+	if t == nil {
+		return Scope{}, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return t.scope, t.begun
+}
+
 // Stats returns a copy of the counters.
 func (a *Applier) Stats() Stats {
 	a.mu.Lock()

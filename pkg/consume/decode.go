@@ -87,6 +87,10 @@ func (d *decoder) decodeEvent(seq uint64, msg *nats.Msg) (*Event, error) {
 		if verb == SnapshotEnd {
 			return ev, d.parseEnd(ev, ext)
 		}
+		ev.Scope = Scope{LabelSelector: ext(encode.ExtScopeLabels), FieldSelector: ext(encode.ExtScopeFields)}
+		if ns := ext(encode.ExtScopeNamespaces); ns != "" {
+			ev.Scope.Namespaces = strings.Split(ns, ",")
+		}
 		return ev, nil
 	}
 	if verb == SnapshotItem && ev.SnapshotID == "" {

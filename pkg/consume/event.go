@@ -77,6 +77,9 @@ type Event struct {
 	Term uint64
 	// SnapshotID names the snapshot of an item or marker.
 	SnapshotID string
+	// Scope, on a begin marker, is what the bridge watches the type for;
+	// the zero Scope (no marker says otherwise) is everything.
+	Scope Scope
 	// SnapshotCount is the number of items an end marker says were
 	// published.
 	SnapshotCount int
@@ -103,4 +106,20 @@ func (e *Event) Key() string {
 		return e.Name
 	}
 	return e.Namespace + "/" + e.Name
+}
+
+// Scope is what a bridge watches a type for, as its snapshot begin markers
+// say: objects outside it are not in the stream, and their absence says
+// nothing. Empty fields mean all.
+type Scope struct {
+	// Namespaces watched; empty: all (and for cluster-scoped types).
+	Namespaces []string
+	// LabelSelector and FieldSelector, in the API server's syntax.
+	LabelSelector string
+	FieldSelector string
+}
+
+// IsZero reports whether the scope is everything.
+func (s Scope) IsZero() bool {
+	return len(s.Namespaces) == 0 && s.LabelSelector == "" && s.FieldSelector == ""
 }

@@ -29,6 +29,9 @@ type typeState struct {
 	seen    map[string]struct{}
 	begun   bool
 	lastEnd string
+	// scope is what the last begin marker applied says the type is
+	// watched for.
+	scope Scope
 }
 
 // uidRecord is what the checks remember of one object (a uid): the last
@@ -55,6 +58,7 @@ func (t *typeState) begin(ev *Event) *Violation {
 	// A begin while another snapshot is open: that one never ended (its
 	// bridge stopped in the middle), and ends nothing now.
 	t.open, t.begunAt, t.seen, t.begun = ev.SnapshotID, ev.Seq, map[string]struct{}{}, true
+	t.scope = ev.Scope
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +44,14 @@ const (
 	ExtTruncated         = "truncated"
 	ExtCoalesced         = "coalesced"
 	ExtUnpublished       = "unpublished"
+	// ExtScopeNamespaces, ExtScopeLabels and ExtScopeFields, on a
+	// snapshot begin marker, say what the type is watched for: the
+	// namespaces (comma-separated), the label selector and the field
+	// selector. Absent means all. A reader comparing the stream with the
+	// cluster compares within them.
+	ExtScopeNamespaces = "scopenamespaces"
+	ExtScopeLabels     = "scopelabels"
+	ExtScopeFields     = "scopefields"
 	// ExtTerm is the stream sequence of the term marker of the bridge that
 	// wrote the event, in decimal (a string: sequences outgrow the
 	// CloudEvents integer).
@@ -211,6 +220,9 @@ func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string,
 		ev.SetSource(source(e.Subjects.Cluster, r, ""))
 		ev.SetID(r.String() + "/" + c.SnapshotID + "/" + string(c.Verb))
 		ev.SetExtension(ExtSnapshotID, c.SnapshotID)
+		if c.Verb == informers.SnapshotBegin {
+			setScope(&ev, r, c.Scope)
+		}
 		if c.Verb == informers.SnapshotEnd {
 			ev.SetExtension(ExtSnapshotCount, int32(c.SnapshotCount))
 			if len(c.SnapshotUnpublished) > 0 {
@@ -299,4 +311,18 @@ func source(cluster string, r *informers.Resource, namespace string) string {
 		path += "/namespaces/" + namespace
 	}
 	return "k8s://" + cluster + path + "/" + r.GVR.Resource
+}
+
+// setScope stamps the scope a type is watched with on its begin marker.
+// Namespaces do not narrow a cluster-scoped type.
+func setScope(ev *event.Event, r *informers.Resource, scope informers.Scope) {
+	if r.Namespaced && len(scope.Namespaces) > 0 {
+		ev.SetExtension(ExtScopeNamespaces, strings.Join(scope.Namespaces, ","))
+	}
+	if scope.LabelSelector != "" {
+		ev.SetExtension(ExtScopeLabels, scope.LabelSelector)
+	}
+	if scope.FieldSelector != "" {
+		ev.SetExtension(ExtScopeFields, scope.FieldSelector)
+	}
 }

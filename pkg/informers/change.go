@@ -60,6 +60,8 @@ type Change struct {
 	FinalStateUnknown bool
 	// SnapshotID identifies the snapshot for the Snapshot verbs.
 	SnapshotID string
+	// Scope, on SnapshotBegin, is what the type is watched for.
+	Scope Scope
 	// SnapshotCount is the number of items on SnapshotEnd.
 	SnapshotCount int
 	// SnapshotUnpublished, on SnapshotEnd, lists the cache keys (namespace/
