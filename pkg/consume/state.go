@@ -108,6 +108,10 @@ func (s *State) WaitForSync(ctx context.Context) error {
 // Stats returns the Applier's counters.
 func (s *State) Stats() Stats { return s.a.Stats() }
 
+// Scope returns what the bridge watches the type for (see
+// Applier.Scope).
+func (s *State) Scope(resource string) (Scope, bool) { return s.a.Scope(resource) }
+
 // Run bootstraps the state and keeps it current until ctx ends (then it
 // returns nil) or something stops it: the stream is missing, a filter
 // meets two versions of its type, a violation with StopOnViolation. It
