@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"slices"
@@ -132,6 +133,9 @@ func (v *verifier) message(seq uint64, msg *nats.Msg) error {
 	v.lastSeq = seq
 	v.cur, v.curFenced = v.cur[:0], false
 	ev, err := v.c.client.Decode(seq, msg)
+	if errors.Is(err, consume.ErrUnsupportedContract) {
+		return err
+	}
 	if err != nil {
 		v.findings = append(v.findings, finding{Violation: consume.Violation{Kind: consume.Undecodable, Seq: seq, Subject: msg.Subject, Detail: err.Error(), Err: err}})
 		return nil

@@ -155,9 +155,14 @@ func (a *Applier) AddTerms(seqs ...uint64) {
 }
 
 // ApplyMsg decodes a message stored at stream sequence seq and applies it.
-// A message that does not decode is reported as Undecodable and skipped.
+// A message that does not decode is reported as Undecodable and skipped;
+// a term marker of a contract major version this package does not know
+// returns ErrUnsupportedContract, which stops the reader.
 func (a *Applier) ApplyMsg(seq uint64, msg *nats.Msg) error {
 	ev, err := a.dec.decode(seq, msg)
+	if errors.Is(err, ErrUnsupportedContract) {
+		return err
+	}
 	if err != nil {
 		return a.undecodable(seq, msg.Subject, err)
 	}

@@ -24,6 +24,28 @@ const (
 // ErrBadOption is wrapped by every error about an option.
 var ErrBadOption = errors.New("consume: bad option")
 
+// ErrUnsupportedContract is returned when the stream's term markers say
+// it was written under a major version of the event contract this reader
+// does not know (docs/contract.md). A newer minor version is read.
+var ErrUnsupportedContract = errors.New("consume: the stream was written under a contract version this reader does not know; upgrade the reader")
+
+// contractMajor is the major version of the contract this package reads.
+const contractMajor = 1
+
+// checkContract refuses a term marker (its headers) of an unknown major
+// contract version.
+func checkContract(seq uint64, h nats.Header) error {
+	v := h.Get("ce-" + encode.ExtContractVersion)
+	major, err := encode.ContractMajor(v)
+	if err != nil {
+		return fmt.Errorf("%w: the term marker at sequence %d: %v", ErrUnsupportedContract, seq, err)
+	}
+	if major != contractMajor {
+		return fmt.Errorf("%w: the term marker at sequence %d says %s; this reader knows %d.x", ErrUnsupportedContract, seq, v, contractMajor)
+	}
+	return nil
+}
+
 // Client reads the events of one cluster from a kubebridge stream.
 type Client struct {
 	js       jetstream.JetStream

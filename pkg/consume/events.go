@@ -2,6 +2,7 @@ package consume
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 
@@ -215,6 +216,12 @@ func (e *eventLoop) run(ctx context.Context, yield func(*Event, error) bool) {
 // returns false when the loop broke.
 func (e *eventLoop) handle(m msg, yield func(*Event, error) bool) bool {
 	ev, err := e.c.dec.decode(m.meta.Sequence.Stream, m.natsMsg())
+	if errors.Is(err, ErrUnsupportedContract) {
+		// Nothing after it can be read right: the iteration ends.
+		e.settle(m, m.Nak, false)
+		yield(nil, err)
+		return false
+	}
 	if err != nil {
 		if !yield(nil, err) {
 			e.settle(m, m.Nak, false)

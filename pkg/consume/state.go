@@ -218,6 +218,9 @@ func (s *State) bootstrapAndFollow(ctx context.Context) error {
 func (s *State) apply(b plan, m msg) error {
 	seq := m.meta.Sequence.Stream
 	ev, err := s.c.dec.decode(seq, m.natsMsg())
+	if errors.Is(err, ErrUnsupportedContract) {
+		return err
+	}
 	if err != nil {
 		return s.a.undecodable(seq, m.Subject(), err)
 	}

@@ -79,9 +79,13 @@ func (t *terms) fenced(ev *Event) bool {
 func readTerms(ctx context.Context, js jetstream.JetStream, stream string, subjects encode.Subjects) ([]uint64, error) {
 	var out []uint64
 	err := scanSubject(ctx, js, stream, subjects.Term(), func(seq uint64, h nats.Header) error {
-		if h.Get("ce-type") == encode.TypeTerm {
-			out = append(out, seq)
+		if h.Get("ce-type") != encode.TypeTerm {
+			return nil
 		}
+		if err := checkContract(seq, h); err != nil {
+			return err
+		}
+		out = append(out, seq)
 		return nil
 	})
 	if err != nil {

@@ -1,9 +1,14 @@
 package consume
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kubebridge/kubebridge/pkg/encode"
 )
 
 // The term rule, in stream order: an event of an older term than one seen
@@ -103,5 +108,92 @@ func TestApplierForeignTerms(t *testing.T) {
 		if got := ts.foreign(c.term, c.seq); got != c.want {
 			t.Errorf("term %d at seq %d: foreign %v, want %v", c.term, c.seq, got, c.want)
 		}
+	}
+}
+
+// termIn stores a term marker that says it was written under contract
+// version v ("" for none: a bridge from before versions).
+func (f *fab) termIn(holder, v string) uint64 {
+	f.t.Helper()
+	m, err := f.enc.TermMarker(encode.TermData{Holder: holder}, f.now())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if v == "" {
+		m.Header.Del("ce-" + encode.ExtContractVersion)
+	} else {
+		m.Header.Set("ce-"+encode.ExtContractVersion, v)
+	}
+	seq := f.put(m)
+	f.enc.Term = seq
+	return seq
+}
+
+// A reader takes a stream of its own major contract version, an older
+// marker without a version, and a newer minor; it refuses a newer major,
+// with ErrUnsupportedContract, whether it meets the marker while
+// bootstrapping (State), while following (State, after sync) or while
+// iterating (Events).
+func TestContractVersions(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		refused bool
+	}{{"", false}, {encode.ContractVersion, false}, {"1.9", false}, {"2.0", true}, {"x", true}} {
+		t.Run("version "+tc.version, func(t *testing.T) {
+			_, js, s := startJetStream(t)
+			f := newFab(t, s)
+			f.termIn("a", tc.version)
+			f.added(cm("ns", "a", "u1", "10"))
+			c := testClient(t, js)
+
+			st, err := c.NewState([]Filter{{Resource: "configmaps"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- st.Run(ctx) }()
+			if tc.refused {
+				if err := <-done; !errors.Is(err, ErrUnsupportedContract) {
+					t.Fatalf("State.Run: %v, want ErrUnsupportedContract", err)
+				}
+			} else if err := st.WaitForSync(ctx); err != nil {
+				t.Fatalf("WaitForSync: %v", err)
+			}
+			var iterErr error
+			for _, err := range c.Events(ctx, []Filter{{Resource: "configmaps"}}, UntilCaughtUp()) {
+				if err != nil {
+					iterErr = err
+				}
+			}
+			if got := errors.Is(iterErr, ErrUnsupportedContract); got != tc.refused {
+				t.Errorf("Events: %v; refused %v, want %v", iterErr, got, tc.refused)
+			}
+		})
+	}
+}
+
+// A term marker of an unknown major version read after sync (a bridge of
+// a newer release took over) stops the State.
+func TestContractVersionAfterSync(t *testing.T) {
+	_, js, s := startJetStream(t)
+	f := newFab(t, s)
+	f.termIn("a", encode.ContractVersion)
+	f.added(cm("ns", "a", "u1", "10"))
+	st, err := testClient(t, js).NewState([]Filter{{Resource: "configmaps"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- st.Run(ctx) }()
+	if err := st.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.termIn("b", "2.0")
+	if err := <-done; !errors.Is(err, ErrUnsupportedContract) {
+		t.Fatalf("State.Run: %v, want ErrUnsupportedContract", err)
 	}
 }

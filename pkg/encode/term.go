@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -14,6 +15,30 @@ import (
 // <prefix>.<cluster>._term. Like the other underscore tokens it cannot be
 // an escaped group.
 const TermToken = "_term"
+
+// ContractVersion is the version of the event contract (docs/contract.md)
+// this encoder writes, major.minor. Every term marker carries it. A reader
+// accepts a newer minor (additions it may ignore) and refuses a major it
+// does not know.
+const ContractVersion = "1.1"
+
+// ExtContractVersion is the term marker's extension that carries
+// ContractVersion. A term marker without it was written under 1.0.
+const ExtContractVersion = "contractversion"
+
+// ContractMajor returns the major version of a contract version string
+// ("1.1" → 1); a term marker without one is 1.0.
+func ContractMajor(version string) (int, error) {
+	if version == "" {
+		return 1, nil
+	}
+	major, _, _ := strings.Cut(version, ".")
+	n, err := strconv.Atoi(major)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("encode: %s %q is not major.minor", ExtContractVersion, version)
+	}
+	return n, nil
+}
 
 // Term is the subject of this cluster's term markers.
 func (s Subjects) Term() string { return s.Prefix + "." + s.Cluster + "." + TermToken }
@@ -39,6 +64,7 @@ func (e *Encoder) TermMarker(d TermData, at time.Time) (*nats.Msg, error) {
 	// JetStream as a duplicate, a new term never is.
 	ev.SetID("term/" + d.Holder + "/" + strconv.FormatInt(at.UnixNano(), 10))
 	ev.SetExtension(ExtCluster, e.Subjects.Cluster)
+	ev.SetExtension(ExtContractVersion, ContractVersion)
 	data, err := json.Marshal(d)
 	if err != nil {
 		return nil, fmt.Errorf("encode: term marker: %w", err)
