@@ -1,7 +1,7 @@
 // Package replay owns the reference consumer: it reads a kubebridge stream
 // back from JetStream and rebuilds the state of the watched objects the way
-// the README tells consumers to — upsert on added, updated and snapshot
-// items, remove on deleted (of the uid the subject holds; a delete of any
+// the contract (docs/contract.md §3, §7) tells consumers to — upsert on
+// added, updated and snapshot items, remove on deleted (of the uid the subject holds; a delete of any
 // other uid is a no-op), and after a snapshot end marker remove every
 // object of that type not seen since the matching begin marker. Objects
 // are identified per type by uid, so a name deleted and created again is

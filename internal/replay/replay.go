@@ -22,7 +22,7 @@ import (
 // deleted events the number of changes (an integer ≥ 2; absent means
 // one); on a snapshot item the number of live changes it superseded (≥ 1;
 // absent means none). It is spelled out here rather than taken from
-// pkg/encode so the reference consumer follows the README, not the
+// pkg/encode so the reference consumer follows the contract, not the
 // producer's code.
 const ExtCoalesced = "coalesced"
 
@@ -189,7 +189,7 @@ type State struct {
 	// term began.
 	Fenced []string
 	// Foreign lists the messages ignored because no term marker backs
-	// their term (see the README's term rule): not from a bridge.
+	// their term (the term rule, contract §3): not from a bridge.
 	Foreign []string
 
 	subjects encode.Subjects

@@ -22,7 +22,7 @@ var ErrAmbiguousVersion = errors.New("consume: one filter matches two versions o
 // bring their own messages (an informer, a test): feed it every message
 // of its filters' subjects and of the term subject, in stream order.
 //
-// It follows the README's rules: added, updated and snapshot items upsert,
+// It follows the contract's rules (docs/contract.md §3, §7): added, updated and snapshot items upsert,
 // deleted removes (the uid the key holds; another uid's delete is a
 // no-op), a snapshot end removes every object of its type not seen since
 // the matching begin and not listed as unpublished; an event of a deposed
