@@ -34,9 +34,6 @@ type serveOptions struct {
 	health     *health
 }
 
-// WithClock sets the clock that stamps events.
-func WithClock(now func() time.Time) Option { return func(o *serveOptions) { o.now = now } }
-
 // WithReady is called once every start-up snapshot is stored.
 func WithReady(f func()) Option { return func(o *serveOptions) { o.ready = f } }
 

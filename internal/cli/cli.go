@@ -42,18 +42,6 @@ func WithEnv(getenv func(string) string) Option {
 	}
 }
 
-// WithClock sets the clock AGE columns are computed from; default
-// time.Now.
-func WithClock(now func() time.Time) Option {
-	return func(o *options) error {
-		if now == nil {
-			return errors.New("cli: nil clock")
-		}
-		o.now = now
-		return nil
-	}
-}
-
 // WithVersion sets what `kubebridge version` prints.
 func WithVersion(v string) Option {
 	return func(o *options) error {

@@ -40,11 +40,6 @@ var verbByType = map[string]Verb{
 // IsMarker reports whether v frames a snapshot.
 func (v Verb) IsMarker() bool { return v == SnapshotBegin || v == SnapshotEnd }
 
-// IsObject reports whether v carries an object.
-func (v Verb) IsObject() bool {
-	return v == Added || v == Updated || v == Deleted || v == SnapshotItem
-}
-
 // Event is one decoded message of a kubebridge stream.
 type Event struct {
 	// CloudEvent holds the attributes and extensions as sdk-go decodes
