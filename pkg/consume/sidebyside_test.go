@@ -181,6 +181,10 @@ func sideBySide(t *testing.T, stream map[string]string, resync string, exact boo
 			for _, d := range p.lw.drops() {
 				t.Logf("%s: %s", p.name, d)
 			}
+			for key, uid := range wrongKeys(p.apiLog, p.natLog) {
+				t.Logf("%s: uid %s: apiserver calls %+v; NATS calls %+v", p.name, uid, p.apiLog.snapshot()[uid], p.natLog.snapshot()[uid])
+				h.dumpHistory(key)
+			}
 		}
 	}
 	if exact {
