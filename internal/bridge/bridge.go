@@ -188,7 +188,7 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	if err != nil {
 		return err
 	}
-	stop := func() error { return shutdown(ctx, cfg, cancelHard, &wg, pb) }
+	stop := func() { shutdown(ctx, cfg, cancelHard, &wg, pb) }
 
 	liveCheck := func() error {
 		return live.check(nc.IsConnected(), in.publishable()+pb.pub.InFlight(), pb.pub.LastActivity())

@@ -42,9 +42,7 @@ func campaign(ctx context.Context, cfg *config.Config, kube Kube, h *health, sou
 	}
 	logger.Info("Leader election on: standby until this replica holds the Lease", "lease", cfg.LeaseNamespace+"/"+cfg.LeaseName, "identity", el.Identity(),
 		"leaseDuration", cfg.LeaseDuration, "renewDeadline", cfg.LeaseRenewDeadline, "retryPeriod", cfg.LeaseRetryPeriod)
-	synced := make(chan struct{})
 	go func() {
-		defer close(synced)
 		for i, src := range sources {
 			for !src.HasSynced() {
 				if !sleep(ctx, 50*time.Millisecond) {

@@ -12,7 +12,7 @@ import (
 
 // shutdown gives what waits until the shutdown timeout to be acknowledged,
 // then stops publishing.
-func shutdown(ctx context.Context, cfg *config.Config, cancelHard context.CancelFunc, wg *sync.WaitGroup, pb *publishing) error {
+func shutdown(ctx context.Context, cfg *config.Config, cancelHard context.CancelFunc, wg *sync.WaitGroup, pb *publishing) {
 	logger := klog.FromContext(ctx)
 	in, pub, cnt := pb.intake, pb.pub, &pb.cnt
 	logger.Info("Shutting down; waiting for pending changes to be acknowledged", "pendingObjects", in.pendingObjects(), "inFlight", pub.InFlight(), "timeout", cfg.ShutdownTimeout)
@@ -26,5 +26,4 @@ func shutdown(ctx context.Context, cfg *config.Config, cancelHard context.Cancel
 			"pendingObjects", left, "unacknowledged", cnt.unacked.Load())
 	}
 	logger.Info("Stopped", "published", cnt.acked.Load(), "superseded", cnt.superseded.Load(), "truncated", cnt.truncated.Load(), "unpublishable", cnt.unpublishable.Load())
-	return nil
 }

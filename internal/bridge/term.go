@@ -98,7 +98,7 @@ func (s streamTerms) Marker(ctx context.Context, seq uint64) (sink.MarkerState, 
 // stop drains (nil: nothing was published yet), and only then is the Lease
 // released, so that a standby takes over at once instead of after the
 // lease duration.
-func endTerm(ctx context.Context, el *leader.Elector, lm metrics.Leadership, fence *sink.Fence, stop func() error) error {
+func endTerm(ctx context.Context, el *leader.Elector, lm metrics.Leadership, fence *sink.Fence, stop func()) error {
 	logger := klog.FromContext(ctx)
 	if fence != nil && isClosed(fence.Fenced()) {
 		lm.Leader.Set(0)
@@ -117,9 +117,8 @@ func endTerm(ctx context.Context, el *leader.Elector, lm metrics.Leadership, fen
 		lm.Transitions.Inc()
 		return leader.ErrDeposed
 	}
-	var err error
 	if stop != nil {
-		err = stop()
+		stop()
 	}
 	if el != nil {
 		if rerr := el.Stop(klog.NewContext(context.WithoutCancel(ctx), logger)); rerr != nil {
@@ -128,7 +127,7 @@ func endTerm(ctx context.Context, el *leader.Elector, lm metrics.Leadership, fen
 	}
 	lm.Leader.Set(0)
 	lm.Term.Set(0)
-	return err
+	return nil
 }
 
 // isClosed reports whether c is closed; a nil channel never is.
