@@ -12,7 +12,7 @@ import (
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
-// liveBurst is how many live changes the sequencer hands on in a row while
+// liveBurst is how many live changes the intake hands on in a row while
 // a snapshot waits. Live changes go first, but a snapshot still advances
 // when churn never pauses.
 const liveBurst = 8
@@ -52,11 +52,11 @@ type objectState struct {
 	// its publish is settled: an object never has two changes in flight, so
 	// the publisher keeps per-subject order without waiting.
 	busy bool
-	// flying is the snapshot whose item is in flight, if it is one.
-	flying *snapshotRun
+	// itemOf is the snapshot whose item is in flight, if it is one.
+	itemOf *snapshotRun
 }
 
-// work is what the sequencer hands to the pipeline.
+// work is what the intake hands to the pipeline.
 type work struct {
 	ref      objectRef // zero for snapshot markers
 	c        informers.Change
@@ -65,7 +65,7 @@ type work struct {
 	since    time.Time // see pending
 }
 
-// intake sits between the informer handlers and the sequencer. It never
+// intake sits between the informer handlers and the pipeline. It never
 // refuses a change: changes of one object that wait merge into one (see
 // merge), so its memory is bounded by the number of objects, like
 // client-go's DeltaFIFO, however long NATS is slow or away. It also feeds
@@ -214,8 +214,8 @@ func (in *intake) takeLive() (work, bool) {
 		st.busy = true
 		if p.run != nil {
 			p.run.deferred--
-			p.run.flying++
-			st.flying = p.run
+			p.run.inFlight++
+			st.itemOf = p.run
 		}
 		return work{ref: ref, c: p.c, run: p.run, truncate: p.truncate, since: p.since}, true
 	}
@@ -239,7 +239,7 @@ func (in *intake) done(ref objectRef) {
 func (in *intake) requeue(ref objectRef, c informers.Change, since time.Time) {
 	in.mu.Lock()
 	st := in.state(ref)
-	run := st.flying
+	run := st.itemOf
 	st.land()
 	waiting := st.queue
 	st.queue = nil
@@ -259,9 +259,9 @@ func (in *intake) requeue(ref objectRef, c informers.Change, since time.Time) {
 // land records that the change in flight is settled.
 func (st *objectState) land() {
 	st.busy = false
-	if st.flying != nil {
-		st.flying.flying--
-		st.flying = nil
+	if st.itemOf != nil {
+		st.itemOf.inFlight--
+		st.itemOf = nil
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 // Deterministic tests of the intake: no goroutines, the test plays the
-// sequencer (take) and the publisher (done).
+// pipeline (take) and the publisher (done).
 
 func intakeCM(name, uid, rv string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid), ResourceVersion: rv}}
@@ -297,7 +297,7 @@ func TestIntakeBoundedByObjects(t *testing.T) {
 	}
 }
 
-// The sequencer's wait ends with ctx, and in shutdown mode once nothing
+// The pipeline's wait ends with ctx, and in shutdown mode once nothing
 // waits or flies.
 func TestIntakeNextStops(t *testing.T) {
 	in, _ := newTestIntake()

@@ -25,10 +25,10 @@ type counters struct {
 	unacked       atomic.Int64
 }
 
-// pipeline moves work from the intake to the publisher's input: the
-// sequencer applies the order guard, encoders work in parallel, and the
-// collector hands envelopes on in the order the sequencer saw them, within
-// the byte budget.
+// pipeline moves work from the intake to the publisher's input: its run
+// loop takes work from the intake in order and applies the order guard,
+// encoders work in parallel, and the collector hands envelopes on in the
+// order the run loop took them, within the byte budget.
 type pipeline struct {
 	intake   *intake
 	guard    *orderGuard

@@ -9,7 +9,7 @@ import (
 // snapshotRun is one snapshot of one type as the intake feeds it: the keys
 // listed at its begin, how far it got, how many of its items wait in an
 // object's queue behind a change in flight (deferred) and how many are in
-// flight. It is guarded by the intake's lock.
+// flight (inFlight). It is guarded by the intake's lock.
 type snapshotRun struct {
 	res      *informers.Resource
 	src      cacheReader
@@ -19,7 +19,7 @@ type snapshotRun struct {
 	keys     []string
 	next     int
 	deferred int
-	flying   int
+	inFlight int
 }
 
 // cacheReader is what a snapshot reads: the keys in an informer cache and
@@ -30,7 +30,7 @@ type cacheReader interface {
 }
 
 // requestSnapshot queues a snapshot of src, which holds res watched with
-// scope (its begin marker says so). It begins when the sequencer gets to
+// scope (its begin marker says so). It begins when the pipeline gets to
 // it; its end marker reports through markers under id.
 func (in *intake) requestSnapshot(res *informers.Resource, src cacheReader, scope informers.Scope, id string) {
 	in.mu.Lock()
@@ -72,13 +72,13 @@ func (in *intake) takeSnapshot() (work, bool) {
 				in.settle(ref, st)
 				continue
 			}
-			in.objects[ref] = &objectState{busy: true, flying: run}
-			run.flying++
+			in.objects[ref] = &objectState{busy: true, itemOf: run}
+			run.inFlight++
 			return work{ref: ref, c: item.c, run: run}, true
 		}
 		// The end waits until every item is settled: a rejected item comes
 		// back to be sent without its content, and must precede the end.
-		if run.deferred > 0 || run.flying > 0 {
+		if run.deferred > 0 || run.inFlight > 0 {
 			continue
 		}
 		in.runs = append(in.runs[:i], in.runs[i+1:]...)
