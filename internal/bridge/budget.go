@@ -9,9 +9,9 @@ import (
 
 // byteBudget bounds the bytes of encoded messages between the encoders and
 // JetStream's acknowledgement: buffered for the publisher and in flight.
-// When it is spent, the collector waits, the sequencer stops taking work,
-// and changes wait in the intake, where they coalesce per object. A message
-// larger than the whole budget is let through alone.
+// When it is spent, the collector waits, the pipeline's run loop stops
+// taking work, and changes wait in the intake, where they coalesce per
+// object. A message larger than the whole budget is let through alone.
 type byteBudget struct {
 	mu    sync.Mutex
 	limit int64

@@ -17,7 +17,7 @@ import (
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
-// Memory cost per object of the sequencer's order guard and of the intake,
+// Memory cost per object of the pipeline's order guard and of the intake,
 // measured as the growth of the live heap (runtime.GC, then
 // MemStats.HeapAlloc) around filling them. Results go to docs/memory.md:
 //

@@ -23,7 +23,7 @@ import (
 // The guard's memory is thus one entry per existing object (see
 // docs/memory.md for its size).
 //
-// It is used by the sequencer goroutine only.
+// It is used by the pipeline's run loop only.
 type orderGuard struct {
 	types map[*informers.Resource]*typeGuard
 }

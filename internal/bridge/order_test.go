@@ -12,7 +12,7 @@ import (
 )
 
 // Deterministic unit tests of orderGuard. Each helper builds exactly the
-// Change the sequencer would see; no goroutines are involved.
+// Change the pipeline's run loop would see; no goroutines are involved.
 
 var (
 	guardCM  = &informers.Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
