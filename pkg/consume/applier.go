@@ -57,14 +57,13 @@ type Applier struct {
 	keepOnSweep func(key string, obj any, end *Event) bool
 }
 
-// NewApplier returns an Applier for filters; of opts it uses WithIndexers,
-// WithHooks and StopOnViolation.
-func (c *Client) NewApplier(filters []Filter, opts ...StateOption) (*Applier, error) {
+// NewApplier returns an Applier for filters.
+func (c *Client) NewApplier(filters []Filter, opts ...ApplierOption) (*Applier, error) {
 	fs, err := parseFilters(filters)
 	if err != nil {
 		return nil, err
 	}
-	o, err := newStateOptions(opts)
+	o, err := applierOpts(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -51,11 +51,11 @@ func held(idx cache.Indexer) []string {
 }
 
 // newTestApplier is an Applier of configmaps that records violations.
-func newTestApplier(t *testing.T, opts ...StateOption) (*Applier, *[]Violation, *recorder) {
+func newTestApplier(t *testing.T, opts ...ApplierOption) (*Applier, *[]Violation, *recorder) {
 	t.Helper()
 	var vs []Violation
 	rec := &recorder{}
-	opts = append([]StateOption{WithHooks(Hooks{OnViolation: func(v Violation) { vs = append(vs, v) }})}, opts...)
+	opts = append([]ApplierOption{WithHooks(Hooks{OnViolation: func(v Violation) { vs = append(vs, v) }})}, opts...)
 	a, err := memClient(t).NewApplier([]Filter{{Resource: "configmaps"}}, opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ import (
 //	inf, err := client.NewSharedIndexInformer(consume.Filter{Resource: "configmaps"}, &corev1.ConfigMap{}, 0,
 //		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 //	lister := listersv1.NewConfigMapLister(inf.GetIndexer())
-func (c *Client) NewSharedIndexInformer(f Filter, example runtime.Object, resync time.Duration, indexers cache.Indexers, opts ...StateOption) (cache.SharedIndexInformer, error) {
+func (c *Client) NewSharedIndexInformer(f Filter, example runtime.Object, resync time.Duration, indexers cache.Indexers, opts ...ListWatchOption) (cache.SharedIndexInformer, error) {
 	lw, err := c.NewListWatch(f, example, opts...)
 	if err != nil {
 		return nil, err
@@ -36,7 +36,7 @@ func (c *Client) NewSharedIndexInformer(f Filter, example runtime.Object, resync
 // applied to the options of every list and watch, as client-go's
 // NewFiltered…Informer functions do: set a label selector, or a field
 // selector on metadata.name or metadata.namespace.
-func (c *Client) NewFilteredSharedIndexInformer(f Filter, example runtime.Object, resync time.Duration, indexers cache.Indexers, tweak func(*metav1.ListOptions), opts ...StateOption) (cache.SharedIndexInformer, error) {
+func (c *Client) NewFilteredSharedIndexInformer(f Filter, example runtime.Object, resync time.Duration, indexers cache.Indexers, tweak func(*metav1.ListOptions), opts ...ListWatchOption) (cache.SharedIndexInformer, error) {
 	if tweak == nil {
 		return c.NewSharedIndexInformer(f, example, resync, indexers, opts...)
 	}

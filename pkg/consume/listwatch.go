@@ -54,7 +54,7 @@ import (
 type ListWatch struct {
 	c       *Client
 	f       filter
-	opts    []StateOption
+	opts    stateOptions
 	example runtime.Object
 
 	// mu serializes List and Watch; s is the last List's session.
@@ -73,19 +73,20 @@ var (
 // object of the type as the client decodes it: a typed object such as
 // &corev1.ConfigMap{} when the client's scheme knows the kind, else an
 // *unstructured.Unstructured with apiVersion and kind set; it gives the
-// list type. Of opts it uses Bootstrap, WithHooks and StopOnViolation.
-func (c *Client) NewListWatch(f Filter, example runtime.Object, opts ...StateOption) (*ListWatch, error) {
+// list type.
+func (c *Client) NewListWatch(f Filter, example runtime.Object, opts ...ListWatchOption) (*ListWatch, error) {
 	pf, err := parseFilter(f)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := newStateOptions(opts); err != nil {
+	o, err := listWatchOpts(opts)
+	if err != nil {
 		return nil, err
 	}
 	if _, err := c.newList(example); err != nil {
 		return nil, err
 	}
-	return &ListWatch{c: c, f: pf, opts: opts, example: example}, nil
+	return &ListWatch{c: c, f: pf, opts: o, example: example}, nil
 }
 
 // IsWatchListSemanticsUnSupported tells client-go's reflector to list
@@ -152,7 +153,7 @@ func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOpt
 // relist ends the current session and starts one from a new bootstrap.
 func (lw *ListWatch) relist(ctx context.Context, sel selectors) (*session, error) {
 	lw.endSession()
-	st, err := lw.c.NewState([]Filter{lw.f.Filter}, lw.opts...)
+	st, err := lw.c.newState([]Filter{lw.f.Filter}, lw.opts)
 	if err != nil {
 		return nil, err
 	}

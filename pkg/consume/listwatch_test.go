@@ -28,9 +28,9 @@ func newStreamFab(t *testing.T) (*fab, *Client) {
 
 // listWatch is a ListWatch of configmaps over js whose violations fail
 // the test.
-func listWatch(t *testing.T, c *Client, opts ...StateOption) *ListWatch {
+func listWatch(t *testing.T, c *Client, opts ...ListWatchOption) *ListWatch {
 	t.Helper()
-	opts = append([]StateOption{WithHooks(Hooks{OnViolation: func(v Violation) { t.Errorf("violation: %v", &v) }})}, opts...)
+	opts = append([]ListWatchOption{WithHooks(Hooks{OnViolation: func(v Violation) { t.Errorf("violation: %v", &v) }})}, opts...)
 	lw, err := c.NewListWatch(Filter{Resource: "configmaps"}, &corev1.ConfigMap{}, opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -32,8 +32,48 @@ func (m BootstrapMode) String() string {
 	return fmt.Sprintf("BootstrapMode(%d)", int(m))
 }
 
-// StateOption configures a State or an Applier.
-type StateOption func(*stateOptions) error
+// Each constructor takes its own option type, so that an option it would
+// ignore does not compile (as nats.go's jetstream package does): Bootstrap
+// is for the readers that read the stream themselves (State, ListWatch and
+// the informers built on it), WithIndexers for those that own their
+// indexers (State, Applier), WithHooks and StopOnViolation for all.
+
+// StateOption configures a State.
+type StateOption interface {
+	configureState(*stateOptions) error
+}
+
+// ApplierOption configures an Applier.
+type ApplierOption interface {
+	configureApplier(*stateOptions) error
+}
+
+// ListWatchOption configures a ListWatch, and the informers built on one.
+type ListWatchOption interface {
+	configureListWatch(*stateOptions) error
+}
+
+// ContractOption configures how a State, an Applier or a ListWatch reports
+// what breaks the contract: WithHooks and StopOnViolation.
+type ContractOption func(*stateOptions) error
+
+func (f ContractOption) configureState(o *stateOptions) error     { return f(o) }
+func (f ContractOption) configureApplier(o *stateOptions) error   { return f(o) }
+func (f ContractOption) configureListWatch(o *stateOptions) error { return f(o) }
+
+// ReadOption configures what reads the stream itself: a State or a
+// ListWatch (Bootstrap).
+type ReadOption func(*stateOptions) error
+
+func (f ReadOption) configureState(o *stateOptions) error     { return f(o) }
+func (f ReadOption) configureListWatch(o *stateOptions) error { return f(o) }
+
+// IndexerOption configures what owns its indexers: a State or an Applier
+// (WithIndexers). An informer's indexers are cache.NewSharedIndexInformer's.
+type IndexerOption func(*stateOptions) error
+
+func (f IndexerOption) configureState(o *stateOptions) error   { return f(o) }
+func (f IndexerOption) configureApplier(o *stateOptions) error { return f(o) }
 
 type stateOptions struct {
 	bootstrap       BootstrapMode
@@ -42,19 +82,32 @@ type stateOptions struct {
 	stopOnViolation bool
 }
 
-func newStateOptions(opts []StateOption) (stateOptions, error) {
+// newOptions applies opts, whose configure method is given by the caller.
+func newOptions[O any](opts []O, configure func(O, *stateOptions) error) (stateOptions, error) {
 	o := stateOptions{indexers: map[typeRef]cache.Indexers{}}
 	for _, opt := range opts {
-		if err := opt(&o); err != nil {
+		if err := configure(opt, &o); err != nil {
 			return o, err
 		}
 	}
 	return o, nil
 }
 
-// Bootstrap chooses how a State bootstraps; default LastPerSubject. An
-// Applier ignores it.
-func Bootstrap(m BootstrapMode) StateOption {
+func stateOpts(opts []StateOption) (stateOptions, error) {
+	return newOptions(opts, StateOption.configureState)
+}
+
+func applierOpts(opts []ApplierOption) (stateOptions, error) {
+	return newOptions(opts, ApplierOption.configureApplier)
+}
+
+func listWatchOpts(opts []ListWatchOption) (stateOptions, error) {
+	return newOptions(opts, ListWatchOption.configureListWatch)
+}
+
+// Bootstrap chooses how a State or a ListWatch bootstraps; default
+// LastPerSubject.
+func Bootstrap(m BootstrapMode) ReadOption {
 	return func(o *stateOptions) error {
 		if m != LastPerSubject && m != FullReplay {
 			return fmt.Errorf("%w: %v", ErrBadOption, m)
@@ -66,7 +119,7 @@ func Bootstrap(m BootstrapMode) StateOption {
 
 // WithIndexers adds indexers to the indexer of one type, named as in its
 // Filter. Every indexer has cache.NamespaceIndex, which typed listers use.
-func WithIndexers(resource string, indexers cache.Indexers) StateOption {
+func WithIndexers(resource string, indexers cache.Indexers) IndexerOption {
 	return func(o *stateOptions) error {
 		ref, err := parseResource(resource)
 		if err != nil {
@@ -83,7 +136,7 @@ func WithIndexers(resource string, indexers cache.Indexers) StateOption {
 }
 
 // WithHooks sets the callbacks for violations and fenced events.
-func WithHooks(h Hooks) StateOption {
+func WithHooks(h Hooks) ContractOption {
 	return func(o *stateOptions) error {
 		o.hooks = h
 		return nil
@@ -93,7 +146,7 @@ func WithHooks(h Hooks) StateOption {
 // StopOnViolation makes a breach of the contract fatal: Apply returns it
 // as a *Violation and State.Run ends with it. By default violations are
 // reported (Hooks.OnViolation, Stats) and the reader goes on.
-func StopOnViolation() StateOption {
+func StopOnViolation() ContractOption {
 	return func(o *stateOptions) error {
 		o.stopOnViolation = true
 		return nil

@@ -51,11 +51,15 @@ type State struct {
 // distinct type; one with a namespace or a name restricts the state to
 // those objects.
 func (c *Client) NewState(filters []Filter, opts ...StateOption) (*State, error) {
-	fs, err := parseFilters(filters)
+	o, err := stateOpts(opts)
 	if err != nil {
 		return nil, err
 	}
-	o, err := newStateOptions(opts)
+	return c.newState(filters, o)
+}
+
+func (c *Client) newState(filters []Filter, o stateOptions) (*State, error) {
+	fs, err := parseFilters(filters)
 	if err != nil {
 		return nil, err
 	}
