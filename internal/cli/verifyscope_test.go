@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubebridge/kubebridge/pkg/encode"
 )
 
 // TestVerifyWithinScope runs a bridge that watches the ConfigMaps labelled
@@ -55,5 +59,41 @@ func TestVerifyWithinScope(t *testing.T) {
 	}
 	if res := h.run("verify", "--against-cluster", "configmaps"); !strings.Contains(res.stdout, "within the bridge's scope: namespaces "+ns+"; labels team=a") {
 		t.Errorf("the report does not say the scope:\n%s", res.stdout)
+	}
+}
+
+// TestVerifyRefusesAnUnknownContract: a stream whose term marker says a
+// major contract version verify does not know is refused with exit 2 and
+// one line saying why, not checked against rules it may not follow; a
+// newer minor version is read.
+func TestVerifyRefusesAnUnknownContract(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		code    int
+	}{{"1.9", 0}, {"2.0", 2}} {
+		t.Run(tc.version, func(t *testing.T) {
+			h := newHarness(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := h.js.CreateStream(ctx, jetstream.StreamConfig{Name: h.stream, Subjects: []string{h.prefix + ".>"}, Storage: jetstream.MemoryStorage}); err != nil {
+				t.Fatal(err)
+			}
+			enc := &encode.Encoder{Subjects: encode.Subjects{Prefix: h.prefix, Cluster: cluster}}
+			m, err := enc.TermMarker(encode.TermData{Holder: "a"}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Header.Set("ce-"+encode.ExtContractVersion, tc.version)
+			if _, err := h.js.PublishMsg(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			res := h.run("verify")
+			if res.code != tc.code {
+				t.Fatalf("verify of a stream of contract %s: %s", tc.version, res)
+			}
+			if tc.code == 2 && !strings.Contains(res.stderr, "says 2.0; this reader knows 1.x") {
+				t.Errorf("verify does not say why:\n%s", res)
+			}
+		})
 	}
 }
