@@ -210,7 +210,7 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 			src.Run(ctx)
 		}
 	} else {
-		go logFirstEvent(lead, term, &pb.cnt.acked)
+		go logFirstEvent(lead, term, func() bool { return metrics.Total(m.EventsPublished) > 0 })
 	}
 	// Each type snapshots as soon as its own cache has synced, so one that
 	// cannot be listed holds up nobody else.

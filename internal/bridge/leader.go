@@ -75,9 +75,9 @@ func campaign(ctx context.Context, cfg *config.Config, kube Kube, h *health, sou
 // logFirstEvent logs, once, how long after taking the Lease (and after the
 // previous leader's last renewal) the first event was acknowledged: the
 // failover time.
-func logFirstEvent(ctx context.Context, term *leader.Term, acked *atomic.Int64) {
+func logFirstEvent(ctx context.Context, term *leader.Term, published func() bool) {
 	logger := klog.FromContext(ctx)
-	for acked.Load() == 0 {
+	for !published() {
 		if !sleep(ctx, 5*time.Millisecond) {
 			return
 		}

@@ -16,13 +16,11 @@ import (
 	"github.com/kubebridge/kubebridge/pkg/sink"
 )
 
-// counters are the pipeline's running totals, logged at shutdown.
+// counters are what the pipeline counts that no metric does: publishes
+// settled without an acknowledgement (the shutdown says whether any were
+// left). Everything else the shutdown reports is read from the metrics.
 type counters struct {
-	superseded    atomic.Int64
-	unpublishable atomic.Int64
-	truncated     atomic.Int64
-	acked         atomic.Int64
-	unacked       atomic.Int64
+	unacked atomic.Int64
 }
 
 // pipeline moves work from the intake to the publisher's input: its run
@@ -80,7 +78,6 @@ func (p *pipeline) run(soft, hard context.Context) {
 
 	send := func(w work) bool {
 		if !p.guard.admit(&w.c) {
-			p.counters.superseded.Add(1)
 			p.metrics.EventsSuperseded.WithLabelValues(w.c.Resource.String()).Inc()
 			p.intake.done(w.ref)
 			return true
@@ -176,7 +173,6 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 	done := func(err error) {
 		switch {
 		case err == nil:
-			p.counters.acked.Add(1)
 			published.Inc()
 			if !w.since.IsZero() {
 				lag.Observe(time.Since(w.since).Seconds())
@@ -238,7 +234,6 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 		return sink.Envelope{}
 	}
 	if enc.Truncated {
-		p.counters.truncated.Add(1)
 		p.metrics.OversizeObjects.WithLabelValues(resource).Inc()
 		logger.Info("Object exceeds the message size limit; published without its content (truncated=true)", "subject", enc.Msg.Subject, "id", enc.ID, "limit", limit)
 	}
@@ -256,7 +251,6 @@ func (p *pipeline) giveUp(logger klog.Logger, w work, err error) {
 	if !p.unpublishable.record(c) {
 		return
 	}
-	p.counters.unpublishable.Add(1)
 	p.metrics.Unpublishable.WithLabelValues(c.Resource.String()).Inc()
 	logger.Error(err, "Cannot publish this object even without its content; it is left out until it changes",
 		"resource", c.Resource.String(), "verb", c.Verb, "object", objectName(c.Object), "resourceVersion", resourceVersionOf(c.Object))

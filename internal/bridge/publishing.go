@@ -18,6 +18,7 @@ type publishing struct {
 	markers *markerWaiter
 	pub     *sink.Publisher
 	cnt     counters
+	metrics *metrics.Metrics
 	// errc receives the publisher's result.
 	errc chan error
 }
@@ -41,7 +42,7 @@ type publishingDeps struct {
 // publishing stops when hard ends.
 func startPublishing(soft, hard context.Context, wg *sync.WaitGroup, cfg *config.Config, in *intake, d publishingDeps) (*publishing, error) {
 	m := d.metrics
-	s := &publishing{intake: in, budget: newByteBudget(int64(cfg.PublishBufferBytes)), markers: newMarkerWaiter(), errc: make(chan error, 1)}
+	s := &publishing{intake: in, budget: newByteBudget(int64(cfg.PublishBufferBytes)), markers: newMarkerWaiter(), metrics: m, errc: make(chan error, 1)}
 	m.IntakeGauges(in.pendingObjects, s.budget.inUse, int64(cfg.PublishBufferBytes))
 	opts := []sink.Option{sink.WithWindow(cfg.PublishWindow), sink.WithBackoff(100*time.Millisecond, cfg.PublishMaxBackoff),
 		sink.WithObserver(metrics.PublishObserver{M: m})}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/metrics"
 )
 
 // shutdown gives what waits until the shutdown timeout to be acknowledged,
@@ -25,5 +26,7 @@ func shutdown(ctx context.Context, cfg *config.Config, cancelHard context.Cancel
 		logger.Info("Shutdown timeout reached: some changes were not acknowledged; the next start-up snapshot repairs consumers' state",
 			"pendingObjects", left, "unacknowledged", cnt.unacked.Load())
 	}
-	logger.Info("Stopped", "published", cnt.acked.Load(), "superseded", cnt.superseded.Load(), "truncated", cnt.truncated.Load(), "unpublishable", cnt.unpublishable.Load())
+	m := pb.metrics
+	logger.Info("Stopped", "published", metrics.Total(m.EventsPublished), "superseded", metrics.Total(m.EventsSuperseded),
+		"truncated", metrics.Total(m.OversizeObjects), "unpublishable", metrics.Total(m.Unpublishable))
 }

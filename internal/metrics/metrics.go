@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 )
 
 const namespace = "kubebridge"
@@ -161,3 +162,21 @@ func (o PublishObserver) Rejected(*nats.Msg, error) { o.M.PublishRejected.Inc() 
 
 // InFlight records the number of unacknowledged publishes.
 func (o PublishObserver) InFlight(n int) { o.M.InFlight.Set(float64(n)) }
+
+// Total sums every series of a counter vector: what the shutdown line and
+// the first-event log report, read from the metrics rather than kept twice.
+func Total(c *prometheus.CounterVec) float64 {
+	ch := make(chan prometheus.Metric, 16)
+	go func() {
+		c.Collect(ch)
+		close(ch)
+	}()
+	var sum float64
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err == nil && d.Counter != nil {
+			sum += d.Counter.GetValue()
+		}
+	}
+	return sum
+}
