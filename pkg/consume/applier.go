@@ -188,9 +188,10 @@ func (a *Applier) skipped(seq uint64) {
 func (a *Applier) Apply(ev *Event) error {
 	a.applying.Lock()
 	defer a.applying.Unlock()
-	var kept map[string]bool
+	// The objects an end marker sweeps; nil: those it finds (no guard).
+	var sweep []sweepCandidate
 	if ev.Verb == SnapshotEnd && a.keepOnSweep != nil {
-		kept = a.guardSweep(ev)
+		sweep = a.guardSweep(ev)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -232,7 +233,7 @@ func (a *Applier) Apply(ev *Event) error {
 	case SnapshotBegin:
 		v = t.begin(ev)
 	case SnapshotEnd:
-		v = t.end(ev, kept, n)
+		v = t.end(ev, sweep, n)
 	default:
 		v = t.object(ev, a.idHash(ev.CloudEvent.ID()), n)
 	}
@@ -242,25 +243,25 @@ func (a *Applier) Apply(ev *Event) error {
 	return nil
 }
 
-// guardSweep asks keepOnSweep about each object the end marker ev would
-// sweep, and returns the keys to keep. keepOnSweep reads the stream, so mu
-// is not held meanwhile; applying is, so the objects asked about are still
-// the ones the end then sweeps.
-func (a *Applier) guardSweep(ev *Event) map[string]bool {
+// guardSweep returns the objects the end marker ev sweeps: those it would
+// sweep that keepOnSweep does not keep. keepOnSweep reads the stream, so
+// mu is not held meanwhile; applying is, so these are still the objects
+// the end then sweeps.
+func (a *Applier) guardSweep(ev *Event) []sweepCandidate {
 	a.mu.Lock()
 	t := a.route(ev)
 	var candidates []sweepCandidate
-	if t != nil && ev.Term >= a.terms.current(ev.Seq) && !a.terms.foreign(ev.Term, ev.Seq) {
+	if t != nil && a.terms.leads(ev.Term, ev.Seq) {
 		candidates = t.sweepCandidates(ev)
 	}
 	a.mu.Unlock()
-	kept := map[string]bool{}
+	sweep := make([]sweepCandidate, 0, len(candidates))
 	for _, c := range candidates {
-		if a.keepOnSweep(c.key, c.obj, ev) {
-			kept[c.key] = true
+		if !a.keepOnSweep(c.key, c.obj, ev) {
+			sweep = append(sweep, c)
 		}
 	}
-	return kept
+	return sweep
 }
 
 // route finds the type an event belongs to; nil when no filter selects

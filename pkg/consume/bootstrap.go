@@ -150,7 +150,7 @@ func (s *State) usableEnd(seq uint64, h nats.Header) bool {
 	}
 	s.a.mu.Lock()
 	defer s.a.mu.Unlock()
-	return term >= s.a.terms.current(seq) && !s.a.terms.foreign(term, seq)
+	return s.a.terms.leads(term, seq)
 }
 
 // unpublished returns the last messages, stored before the begin marker at

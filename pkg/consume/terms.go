@@ -65,6 +65,13 @@ func (t *terms) foreign(term, seq uint64) bool {
 	return !found
 }
 
+// leads reports, without recording anything, whether an event of term
+// stored at seq counts: its term is the leader's there, and a bridge of
+// this cluster wrote it.
+func (t *terms) leads(term, seq uint64) bool {
+	return term >= t.current(seq) && !t.foreign(term, seq)
+}
+
 // fenced applies the rule to an event, and lets its term count for the
 // events after it when it passes.
 func (t *terms) fenced(ev *Event) bool {

@@ -62,7 +62,9 @@ func (t *typeState) begin(ev *Event) *Violation {
 	return nil
 }
 
-func (t *typeState) end(ev *Event, kept map[string]bool, n notifier) *Violation {
+// end applies an end marker. sweep, when not nil, are the objects to
+// sweep (the sweep guard chose them); else every candidate is.
+func (t *typeState) end(ev *Event, sweep []sweepCandidate, n notifier) *Violation {
 	if ev.SnapshotID != t.open {
 		v := &Violation{Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID()}
 		switch {
@@ -75,10 +77,10 @@ func (t *typeState) end(ev *Event, kept map[string]bool, n notifier) *Violation 
 		}
 		return v
 	}
-	for _, c := range t.sweepCandidates(ev) {
-		if kept[c.key] {
-			continue
-		}
+	if sweep == nil {
+		sweep = t.sweepCandidates(ev)
+	}
+	for _, c := range sweep {
 		t.remove(c.obj)
 		n.a.stats.Swept++
 		n.delete(cache.DeletedFinalStateUnknown{Key: c.key, Obj: c.obj})
