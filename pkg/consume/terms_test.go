@@ -146,14 +146,7 @@ func TestContractVersions(t *testing.T) {
 			f.added(cm("ns", "a", "u1", "10"))
 			c := testClient(t, js)
 
-			st, err := c.NewState([]Filter{{Resource: "configmaps"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- st.Run(ctx) }()
+			st, ctx, done := startStateOf(t, c)
 			if tc.refused {
 				if err := <-done; !errors.Is(err, ErrUnsupportedContract) {
 					t.Fatalf("State.Run: %v, want ErrUnsupportedContract", err)
@@ -181,14 +174,7 @@ func TestContractVersionAfterSync(t *testing.T) {
 	f := newFab(t, s)
 	f.termIn("a", encode.ContractVersion)
 	f.added(cm("ns", "a", "u1", "10"))
-	st, err := testClient(t, js).NewState([]Filter{{Resource: "configmaps"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- st.Run(ctx) }()
+	st, ctx, done := startStateOf(t, testClient(t, js))
 	if err := st.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -196,4 +182,19 @@ func TestContractVersionAfterSync(t *testing.T) {
 	if err := <-done; !errors.Is(err, ErrUnsupportedContract) {
 		t.Fatalf("State.Run: %v, want ErrUnsupportedContract", err)
 	}
+}
+
+// startStateOf runs a State of configmaps, as far as it gets within 30s;
+// done receives what Run returned.
+func startStateOf(t *testing.T, c *Client) (*State, context.Context, <-chan error) {
+	t.Helper()
+	st, err := c.NewState([]Filter{{Resource: "configmaps"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- st.Run(ctx) }()
+	return st, ctx, done
 }
