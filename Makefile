@@ -84,7 +84,7 @@ bench: ## Benchmarks (numbers go to docs/performance.md)
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./pkg/encode ./internal/bridge
 
 fuzz: ## Fuzz subject escaping for a minute
-	$(GO) test -run '^$$' -fuzz FuzzEscapeToken -fuzztime 60s ./pkg/encode
+	$(GO) test -run '^$$' -fuzz FuzzEscapeToken -fuzztime 60s ./pkg/contract
 
 clean: ## Remove build output (not the control-plane cache)
 	rm -rf bin

@@ -47,7 +47,8 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/cenats"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 const (
@@ -462,7 +463,7 @@ func (d *demo) onMessage(m jetstream.Msg) {
 	if meta, err := m.Metadata(); err == nil {
 		seq = meta.Sequence.Stream
 	}
-	ev, err := encode.Decode(msg)
+	ev, err := cenats.Decode(msg)
 	if err != nil {
 		d.say("    #%-4d %s: not a CloudEvent: %v", seq, m.Subject(), err)
 		return
@@ -472,16 +473,16 @@ func (d *demo) onMessage(m jetstream.Msg) {
 
 	var line string
 	switch ev.Type() {
-	case encode.TypeTerm:
+	case contract.TypeTerm:
 		line = fmt.Sprintf("#%-4d %-15s %-10s %s  (every event after it carries term=%d)", seq, typ, "", ev.Subject(), seq)
-	case encode.TypeSnapshotBegin, encode.TypeSnapshotEnd:
-		line = fmt.Sprintf("#%-4d %-15s %-10s %s", seq, typ, ext(encode.ExtKind), m.Subject())
-		if ev.Type() == encode.TypeSnapshotEnd {
-			line += "  count=" + ext(encode.ExtSnapshotCount)
+	case contract.TypeSnapshotBegin, contract.TypeSnapshotEnd:
+		line = fmt.Sprintf("#%-4d %-15s %-10s %s", seq, typ, ext(contract.ExtKind), m.Subject())
+		if ev.Type() == contract.TypeSnapshotEnd {
+			line += "  count=" + ext(contract.ExtSnapshotCount)
 		}
 	default:
-		line = fmt.Sprintf("#%-4d %-15s %-10s %-26s rv=%s", seq, typ, ext(encode.ExtKind), ev.Subject(), ext(encode.ExtResourceVersion))
-		if ev.Type() == encode.TypeUpdated {
+		line = fmt.Sprintf("#%-4d %-15s %-10s %-26s rv=%s", seq, typ, ext(contract.ExtKind), ev.Subject(), ext(contract.ExtResourceVersion))
+		if ev.Type() == contract.TypeUpdated {
 			var data struct {
 				Old struct {
 					Metadata struct {
@@ -493,21 +494,21 @@ func (d *demo) onMessage(m jetstream.Msg) {
 				line += " (old rv=" + data.Old.Metadata.ResourceVersion + ")"
 			}
 		}
-		if ext(encode.ExtFinalStateUnknown) == "true" {
+		if ext(contract.ExtFinalStateUnknown) == "true" {
 			line += " finalstateunknown"
 		}
 	}
 	d.mu.Lock()
 	d.received++
 	fmt.Println("    " + line)
-	if ev.Type() == encode.TypeUpdated && !d.shownOne {
+	if ev.Type() == contract.TypeUpdated && !d.shownOne {
 		d.shownOne = true
 		fmt.Print(fullMessage(msg))
 	}
 	d.mu.Unlock()
 
 	select {
-	case d.events <- seen{typ: typ, kind: ext(encode.ExtKind), subject: m.Subject()}:
+	case d.events <- seen{typ: typ, kind: ext(contract.ExtKind), subject: m.Subject()}:
 	default: // nobody is waiting (make demo-up)
 	}
 }
@@ -568,7 +569,7 @@ func (d *demo) step(ctx context.Context, title, typ, kind, name string, act func
 		return err
 	}
 	if err := d.waitFor(ctx, eventWait, typ+" "+kind+" "+name, func(s seen) bool {
-		return s.typ == typ && s.kind == kind && strings.HasSuffix(s.subject, "."+namespace+"."+encode.EscapeToken(name))
+		return s.typ == typ && s.kind == kind && strings.HasSuffix(s.subject, "."+namespace+"."+contract.EscapeToken(name))
 	}); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/internal/metrics"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -58,7 +59,7 @@ func benchRawPublish(b *testing.B, storage string) {
 	n := startNATS(b)
 	nc, js := connect(b, n.url())
 	cfg := testConfig(b, map[string]string{"BRIDGE_STREAM_STORAGE": storage})
-	subjects := encode.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
+	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
 	if _, err := ensureStream(context.Background(), js, cfg, subjects, func(error) {}); err != nil {
 		b.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func benchRawPublish(b *testing.B, storage string) {
 	enc := &encode.Encoder{Subjects: subjects}
 	msgs := make([]*nats.Msg, pods)
 	for i := range msgs {
-		e, err := enc.Encode(informers.Change{Verb: informers.Updated, Resource: benchPods, Object: fixtures.Pod(i, 2), OldObject: fixtures.Pod(i, 1)})
+		e, err := enc.EncodeWithin(informers.Change{Verb: informers.Updated, Resource: benchPods, Object: fixtures.Pod(i, 2), OldObject: fixtures.Pod(i, 1)}, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -94,7 +95,7 @@ func benchRawPublish(b *testing.B, storage string) {
 func benchPipeline(b *testing.B, url, storage string, replicas int, fenced bool) {
 	nc, js := connect(b, url)
 	cfg := testConfig(b, map[string]string{"BRIDGE_STREAM_STORAGE": storage, "BRIDGE_ENCODE_WORKERS": "0", "BRIDGE_STREAM_REPLICAS": strconv.Itoa(replicas)})
-	subjects := encode.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
+	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
 	ctx := context.Background()
 	if _, err := ensureStream(ctx, js, cfg, subjects, func(error) {}); err != nil {
 		b.Fatal(err)
@@ -113,7 +114,7 @@ func benchPipeline(b *testing.B, url, storage string, replicas int, fenced bool)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if deps.fence, err = startTerm(ctx, js, stream, deps.encoder, encode.TermData{Holder: "bench"}, time.Now(), time.Millisecond); err != nil {
+		if deps.fence, err = startTerm(ctx, js, stream, deps.encoder, contract.TermData{Holder: "bench"}, time.Now(), time.Millisecond); err != nil {
 			b.Fatal(err)
 		}
 	}

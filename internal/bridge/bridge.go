@@ -18,7 +18,7 @@ import (
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/leader"
 	"github.com/kubebridge/kubebridge/internal/metrics"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 	"github.com/kubebridge/kubebridge/pkg/sink"
 )
@@ -70,7 +70,7 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	subjects := encode.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
+	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
 	h := o.health
 	serveHTTP := h == nil
 	if serveHTTP {
@@ -113,7 +113,7 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 			return err
 		}
 		logger.Info("Watching", "resource", w.resource.String(), "kind", w.resource.Kind, "as", w.names, "namespaces", w.scope.Namespaces,
-			"labels", w.scope.LabelSelector, "fields", w.scope.FieldSelector, "typed", src.Typed, "subjects", subjects.TypeWildcard(w.resource))
+			"labels", w.scope.LabelSelector, "fields", w.scope.FieldSelector, "typed", src.Typed, "subjects", subjects.TypeWildcard(w.resource.Type()))
 		sources = append(sources, src)
 	}
 	// Nothing of a type is published before its missed-delete scan: see
@@ -153,10 +153,10 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHard()
 	var deposed <-chan struct{}
-	termData := encode.TermData{Holder: leader.Identity(os.LookupEnv)}
+	termData := contract.TermData{Holder: leader.Identity(os.LookupEnv)}
 	if el != nil {
 		deposed = el.Deposed()
-		termData = encode.TermData{Holder: el.Identity(), PreviousHolder: term.PreviousHolder}
+		termData = contract.TermData{Holder: el.Identity(), PreviousHolder: term.PreviousHolder}
 	}
 	enc := newEncoder(cfg, subjects, info)
 	fence, err := startTerm(lead, js, stream, enc, termData, o.now(), 200*time.Millisecond)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 func TestServePublishesExactSequence(t *testing.T) {
@@ -29,24 +29,24 @@ func TestServePublishesExactSequence(t *testing.T) {
 	// of every message (TestTombstoneHeaders covers the roll-up).
 	startBridge(t, testConfig(t, map[string]string{"BRIDGE_TOMBSTONE_TTL": "0"}), cluster.kube(), nc)
 	b := cluster.create(t, cluster.configMap("default", "b", map[string]string{"k": "v1"}))
-	waitFor(t, js, "added b", 10*time.Second, func(m []replay.Message) bool { return countType(m, encode.TypeAdded) == 1 })
+	waitFor(t, js, "added b", 10*time.Second, func(m []replay.Message) bool { return countType(m, contract.TypeAdded) == 1 })
 	b2 := b.DeepCopy()
 	b2.Data["k"] = "v2"
 	b2 = cluster.update(t, b2)
-	waitFor(t, js, "updated b", 10*time.Second, func(m []replay.Message) bool { return countType(m, encode.TypeUpdated) == 1 })
+	waitFor(t, js, "updated b", 10*time.Second, func(m []replay.Message) bool { return countType(m, contract.TypeUpdated) == 1 })
 	cluster.delete(t, "default", "pre")
-	msgs := waitFor(t, js, "deleted pre", 10*time.Second, func(m []replay.Message) bool { return countType(m, encode.TypeDeleted) == 1 })
+	msgs := waitFor(t, js, "deleted pre", 10*time.Second, func(m []replay.Message) bool { return countType(m, contract.TypeDeleted) == 1 })
 
 	preSubj := "kubebridge.test.core.v1.configmaps.default.pre"
 	bSubj := "kubebridge.test.core.v1.configmaps.default.b"
 	want := []struct{ typ, subject, id string }{
-		{encode.TypeTerm, "kubebridge.test._term", "term/"},
-		{encode.TypeSnapshotBegin, "kubebridge.test.core.v1.configmaps._snapshot.begin", ""},
-		{encode.TypeSnapshotItem, preSubj, "configmaps.v1/" + string(pre.UID) + "/" + pre.ResourceVersion + "/snapshot.item/"},
-		{encode.TypeSnapshotEnd, "kubebridge.test.core.v1.configmaps._snapshot.end", ""},
-		{encode.TypeAdded, bSubj, "configmaps.v1/" + string(b.UID) + "/" + b.ResourceVersion + "/added"},
-		{encode.TypeUpdated, bSubj, "configmaps.v1/" + string(b.UID) + "/" + b2.ResourceVersion + "/updated"},
-		{encode.TypeDeleted, preSubj, "configmaps.v1/" + string(pre.UID) + "/" + pre.ResourceVersion + "/deleted"},
+		{contract.TypeTerm, "kubebridge.test._term", "term/"},
+		{contract.TypeSnapshotBegin, "kubebridge.test.core.v1.configmaps._snapshot.begin", ""},
+		{contract.TypeSnapshotItem, preSubj, "configmaps.v1/" + string(pre.UID) + "/" + pre.ResourceVersion + "/snapshot.item/"},
+		{contract.TypeSnapshotEnd, "kubebridge.test.core.v1.configmaps._snapshot.end", ""},
+		{contract.TypeAdded, bSubj, "configmaps.v1/" + string(b.UID) + "/" + b.ResourceVersion + "/added"},
+		{contract.TypeUpdated, bSubj, "configmaps.v1/" + string(b.UID) + "/" + b2.ResourceVersion + "/updated"},
+		{contract.TypeDeleted, preSubj, "configmaps.v1/" + string(pre.UID) + "/" + pre.ResourceVersion + "/deleted"},
 	}
 	if len(msgs) != len(want) {
 		for _, m := range msgs {
@@ -54,7 +54,7 @@ func TestServePublishesExactSequence(t *testing.T) {
 		}
 		t.Fatalf("got %d messages, want %d", len(msgs), len(want))
 	}
-	snapshotID := msgs[1].Ext(encode.ExtSnapshotID)
+	snapshotID := msgs[1].Ext(contract.ExtSnapshotID)
 	if snapshotID == "" {
 		t.Fatal("begin marker without snapshot id")
 	}
@@ -62,23 +62,23 @@ func TestServePublishesExactSequence(t *testing.T) {
 		m := msgs[i]
 		wantID := w.id
 		switch w.typ {
-		case encode.TypeSnapshotItem:
+		case contract.TypeSnapshotItem:
 			wantID += snapshotID
-		case encode.TypeSnapshotBegin, encode.TypeSnapshotEnd:
+		case contract.TypeSnapshotBegin, contract.TypeSnapshotEnd:
 			wantID = "configmaps.v1/" + snapshotID + "/" + strings.TrimPrefix(w.typ, "io.kubebridge.")
-		case encode.TypeAdded, encode.TypeUpdated, encode.TypeDeleted:
+		case contract.TypeAdded, contract.TypeUpdated, contract.TypeDeleted:
 			// The term follows: a new leader's copy of a change is never a
 			// duplicate of a deposed one's.
 			wantID += "/" + fmt.Sprint(msgs[0].Seq)
-		case encode.TypeTerm:
+		case contract.TypeTerm:
 			// term/<holder>/<start in ns>: unique per start.
 			if strings.HasPrefix(m.Event.ID(), wantID) {
 				wantID = m.Event.ID()
 			}
 		}
 		// Every event after the term marker carries the marker's sequence.
-		if wantTerm := fmt.Sprint(msgs[0].Seq); i > 0 && m.Ext(encode.ExtTerm) != wantTerm {
-			t.Errorf("message %d: term %q, want %s (the term marker's sequence)", i, m.Ext(encode.ExtTerm), wantTerm)
+		if wantTerm := fmt.Sprint(msgs[0].Seq); i > 0 && m.Ext(contract.ExtTerm) != wantTerm {
+			t.Errorf("message %d: term %q, want %s (the term marker's sequence)", i, m.Ext(contract.ExtTerm), wantTerm)
 		}
 		if m.Event.Type() != w.typ || m.Subject != w.subject || m.Event.ID() != wantID {
 			t.Errorf("message %d: got (%s, %s, %s), want (%s, %s, %s)", i, m.Event.Type(), m.Subject, m.Event.ID(), w.typ, w.subject, wantID)
@@ -90,11 +90,11 @@ func TestServePublishesExactSequence(t *testing.T) {
 			t.Errorf("message %d: invalid CloudEvent: %v", i, err)
 		}
 	}
-	if got := msgs[3].Event.Extensions()[encode.ExtSnapshotCount]; fmt.Sprint(got) != "1" {
+	if got := msgs[3].Event.Extensions()[contract.ExtSnapshotCount]; fmt.Sprint(got) != "1" {
 		t.Errorf("end marker snapshotcount = %v, want 1", got)
 	}
 
-	var upd encode.Data
+	var upd contract.Data
 	if err := json.Unmarshal(msgs[5].Data, &upd); err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +130,8 @@ func TestSnapshotInvariantsUnderChurn(t *testing.T) {
 
 	// Two more completed snapshots after the last change: the state has
 	// settled in the stream.
-	ends := countType(waitFor(t, js, "any message", 10*time.Second, func([]replay.Message) bool { return true }), encode.TypeSnapshotEnd)
-	msgs := waitFor(t, js, "two more snapshots", 20*time.Second, func(m []replay.Message) bool { return countType(m, encode.TypeSnapshotEnd) >= ends+2 })
+	ends := countType(waitFor(t, js, "any message", 10*time.Second, func([]replay.Message) bool { return true }), contract.TypeSnapshotEnd)
+	msgs := waitFor(t, js, "two more snapshots", 20*time.Second, func(m []replay.Message) bool { return countType(m, contract.TypeSnapshotEnd) >= ends+2 })
 
 	state := replay.NewState(testSubjects)
 	for _, m := range msgs {
@@ -139,7 +139,7 @@ func TestSnapshotInvariantsUnderChurn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("%d messages, %d snapshots, %d snapshot items", len(msgs), countType(msgs, encode.TypeSnapshotEnd), countType(msgs, encode.TypeSnapshotItem))
+	t.Logf("%d messages, %d snapshots, %d snapshot items", len(msgs), countType(msgs, contract.TypeSnapshotEnd), countType(msgs, contract.TypeSnapshotItem))
 	if state.Snapshots["kubebridge.test.core.v1.configmaps"] < 5 {
 		t.Errorf("only %d snapshots completed during churn", state.Snapshots["kubebridge.test.core.v1.configmaps"])
 	}
@@ -151,7 +151,7 @@ func TestSnapshotInvariantsUnderChurn(t *testing.T) {
 	// can end before the delete event is published.
 	deleted := map[string]bool{}
 	for _, m := range msgs {
-		if m.Event.Type() == encode.TypeDeleted {
+		if m.Event.Type() == contract.TypeDeleted {
 			deleted[m.Subject] = true
 		}
 	}
@@ -264,8 +264,8 @@ func TestStartupWaitsForJetStream(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("not ready 60s after JetStream was enabled")
 	}
-	msgs := waitFor(t, js, "the start-up snapshot", 10*time.Second, func(m []replay.Message) bool { return countType(m, encode.TypeSnapshotEnd) == 1 })
-	if n := countType(msgs, encode.TypeSnapshotItem); n != 1 {
+	msgs := waitFor(t, js, "the start-up snapshot", 10*time.Second, func(m []replay.Message) bool { return countType(m, contract.TypeSnapshotEnd) == 1 })
+	if n := countType(msgs, contract.TypeSnapshotItem); n != 1 {
 		t.Errorf("%d snapshot items, want 1", n)
 	}
 	cancel()

@@ -25,7 +25,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 	"github.com/kubebridge/kubebridge/pkg/sink"
 )
@@ -147,7 +147,7 @@ func (c *fakeCluster) delete(t testing.TB, ns, name string) {
 }
 
 // state is the cluster's configmaps as subject → resourceVersion.
-func (c *fakeCluster) state(t testing.TB, subjects encode.Subjects) map[string]string {
+func (c *fakeCluster) state(t testing.TB, subjects contract.Subjects) map[string]string {
 	t.Helper()
 	list, err := c.client.CoreV1().ConfigMaps("").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -155,14 +155,14 @@ func (c *fakeCluster) state(t testing.TB, subjects encode.Subjects) map[string]s
 	}
 	out := map[string]string{}
 	for _, cm := range list.Items {
-		out[subjects.Object(configMaps, cm.Namespace, cm.Name)] = cm.ResourceVersion
+		out[subjects.Object(configMaps.Type(), cm.Namespace, cm.Name)] = cm.ResourceVersion
 	}
 	return out
 }
 
 var configMaps = &informers.Resource{GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), Kind: "ConfigMap", Namespaced: true}
 
-var testSubjects = encode.Subjects{Prefix: "kubebridge", Cluster: "test"}
+var testSubjects = contract.Subjects{Prefix: "kubebridge", Cluster: "test"}
 
 // bridgeRun is a running Serve.
 type bridgeRun struct {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestMetricsAfterKnownWorkload scrapes /metrics after a workload whose
@@ -40,7 +40,7 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 	cluster.update(t, changed)
 	cluster.delete(t, "default", "pre-1")
 	waitFor(t, js, "the workload's events", 10*time.Second, func(m []replay.Message) bool {
-		return countType(m, encode.TypeDeleted) == 1 && countType(m, encode.TypeUpdated) == 1 && countType(m, encode.TypeAdded) == 3
+		return countType(m, contract.TypeDeleted) == 1 && countType(m, contract.TypeUpdated) == 1 && countType(m, contract.TypeAdded) == 3
 	})
 
 	// Acknowledgements are counted in a callback that can trail the stored

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestNATSOutageLosesNothing stops the NATS server during churn, long
@@ -76,15 +76,15 @@ func TestNATSOutageLosesNothing(t *testing.T) {
 	}
 	coalesced := 0
 	for _, m := range msgs {
-		if m.Ext(encode.ExtCoalesced) != "" || m.Event.Extensions()[encode.ExtCoalesced] != nil {
+		if m.Ext(contract.ExtCoalesced) != "" || m.Event.Extensions()[contract.ExtCoalesced] != nil {
 			coalesced++
 		}
 	}
 	t.Logf("%d messages, %d snapshots, %d coalesced events, %d objects swept by mark-and-sweep",
-		len(msgs), countType(msgs, encode.TypeSnapshotEnd), coalesced, len(state.Swept))
+		len(msgs), countType(msgs, contract.TypeSnapshotEnd), coalesced, len(state.Swept))
 	// Nothing is dropped, so nothing needs repairing: the start-up snapshot
 	// is the only one, and the live events alone reach the cluster's state.
-	if n := countType(msgs, encode.TypeSnapshotBegin); n != 1 {
+	if n := countType(msgs, contract.TypeSnapshotBegin); n != 1 {
 		t.Errorf("%d snapshots, want only the start-up one", n)
 	}
 	if coalesced == 0 {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/metrics"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 	"github.com/kubebridge/kubebridge/pkg/sink"
@@ -142,7 +143,7 @@ func testCM(ns, name, rv string) *corev1.ConfigMap {
 // counted once, and triggers no new snapshot.
 func TestSnapshotEndCountsStoredItems(t *testing.T) {
 	cfg := testConfig(t, nil)
-	stream := &recordingStream{rejectFull: testSubjects.Object(configMaps, "ns", "big"), rejectAlways: testSubjects.Object(configMaps, "ns", "never")}
+	stream := &recordingStream{rejectFull: testSubjects.Object(configMaps.Type(), "ns", "big"), rejectAlways: testSubjects.Object(configMaps.Type(), "ns", "never")}
 	var rereads atomic.Int64
 	m := metrics.New()
 	pb, stop := runPublishing(t, cfg, stream, publishingDeps{metrics: m, rereadLimits: func() { rereads.Add(1) }})
@@ -171,7 +172,7 @@ func TestSnapshotEndCountsStoredItems(t *testing.T) {
 	truncated := 0
 	for _, msg := range msgs {
 		switch {
-		case msg.Header.Get("ce-type") == encode.TypeSnapshotEnd:
+		case msg.Header.Get("ce-type") == contract.TypeSnapshotEnd:
 			ends = append(ends, msg)
 		case msg.Subject == stream.rejectFull && msg.Header.Get("ce-truncated") == "true":
 			truncated++
@@ -216,7 +217,7 @@ func counterValue(t testing.TB, c prometheus.Counter) float64 {
 // with backoff; the type becomes ready once one is stored.
 func TestSnapshotterRetriesAFailedSnapshot(t *testing.T) {
 	cfg := testConfig(t, nil)
-	stream := &recordingStream{rejectTimes: map[string]int{testSubjects.Marker(configMaps, informers.SnapshotEnd): 2}}
+	stream := &recordingStream{rejectTimes: map[string]int{testSubjects.SnapshotEnd(configMaps.Type()): 2}}
 	m := metrics.New()
 	pb, stop := runPublishing(t, cfg, stream, publishingDeps{metrics: m})
 	readies := 0
@@ -245,7 +246,7 @@ func TestSnapshotterRetriesAFailedSnapshot(t *testing.T) {
 	}
 	begins := 0
 	for _, msg := range stream.messages() {
-		if msg.Header.Get("ce-type") == encode.TypeSnapshotBegin {
+		if msg.Header.Get("ce-type") == contract.TypeSnapshotBegin {
 			begins++
 		}
 	}

@@ -13,7 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/cenats"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -30,7 +31,7 @@ type streamTail interface {
 // per subject would hold objects that do not exist.
 type reconciler struct {
 	tail     streamTail
-	subjects encode.Subjects
+	subjects contract.Subjects
 	// seen, if set, is told the last sequence and headers of every
 	// subject scanned: the fence starts from it, so the snapshot that
 	// follows the scan is not refused once per object. It reports (true)
@@ -51,7 +52,7 @@ func (r *reconciler) missedDeletes(ctx context.Context, res *informers.Resource,
 	}
 	// <type>.<namespace>.<name>: object subjects only (and the two marker
 	// subjects, which ParseObject rejects).
-	filter := r.subjects.Type(res) + ".*.*"
+	filter := r.subjects.Type(res.Type()) + ".*.*"
 	var candidates []string
 	scanned := 0
 	err = r.tail.LastPerSubject(ctx, filter, func(subject string, seq uint64, h nats.Header) error {
@@ -62,7 +63,7 @@ func (r *reconciler) missedDeletes(ctx context.Context, res *informers.Resource,
 			// readers report it.
 			return nil
 		}
-		if h.Get(encode.HeaderType) == encode.TypeDeleted {
+		if h.Get(contract.HeaderType) == contract.TypeDeleted {
 			return nil
 		}
 		ref, err := r.subjects.ParseObject(subject)
@@ -72,7 +73,7 @@ func (r *reconciler) missedDeletes(ctx context.Context, res *informers.Resource,
 		if res.Namespaced && len(scope.Namespaces) > 0 && !slices.Contains(scope.Namespaces, ref.Namespace) {
 			return nil
 		}
-		if cached(cache, ref, types.UID(h.Get("ce-uid"))) {
+		if cached(cache, ref, types.UID(h.Get(contract.Header(contract.ExtUID)))) {
 			return nil
 		}
 		candidates = append(candidates, subject)
@@ -96,7 +97,7 @@ func (r *reconciler) missedDeletes(ctx context.Context, res *informers.Resource,
 		// Checked again on the message read now: the object may have been
 		// published since the scan.
 		ref, _ := r.subjects.ParseObject(subject)
-		if msg.Header.Get(encode.HeaderType) == encode.TypeDeleted || cached(cache, ref, obj.GetUID()) || !selector.Matches(labels.Set(obj.GetLabels())) {
+		if msg.Header.Get(contract.HeaderType) == contract.TypeDeleted || cached(cache, ref, obj.GetUID()) || !selector.Matches(labels.Set(obj.GetLabels())) {
 			continue
 		}
 		deletes = append(deletes, informers.Change{Verb: informers.Deleted, Resource: res, Object: obj, FinalStateUnknown: true, ObservedAt: now})
@@ -105,7 +106,7 @@ func (r *reconciler) missedDeletes(ctx context.Context, res *informers.Resource,
 }
 
 // cached reports whether the cache holds the object ref names under uid.
-func cached(cache cacheReader, ref encode.ObjectRef, uid types.UID) bool {
+func cached(cache cacheReader, ref contract.Subject, uid types.UID) bool {
 	key := ref.Name
 	if ref.Namespace != "" {
 		key = ref.Namespace + "/" + ref.Name
@@ -116,11 +117,11 @@ func cached(cache cacheReader, ref encode.ObjectRef, uid types.UID) bool {
 
 // lastState decodes the object a stored event carries.
 func lastState(msg *nats.Msg) (*unstructured.Unstructured, error) {
-	ev, err := encode.Decode(msg)
+	ev, err := cenats.Decode(msg)
 	if err != nil {
 		return nil, err
 	}
-	var data encode.Data
+	var data contract.Data
 	if err := json.Unmarshal(ev.Data(), &data); err != nil {
 		return nil, fmt.Errorf("event %s: %w", ev.ID(), err)
 	}

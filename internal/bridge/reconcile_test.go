@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // lastView is the stream as a consumer bootstrapping from the last message
@@ -31,10 +31,10 @@ func lastView(t *testing.T, js jetstream.JetStream) map[string]string {
 	out := map[string]string{}
 	for subj, m := range last {
 		switch m.Event.Type() {
-		case encode.TypeSnapshotBegin, encode.TypeSnapshotEnd, encode.TypeDeleted, encode.TypeTerm:
+		case contract.TypeSnapshotBegin, contract.TypeSnapshotEnd, contract.TypeDeleted, contract.TypeTerm:
 			continue
 		}
-		out[subj] = fmt.Sprint(m.Event.Extensions()[encode.ExtResourceVersion])
+		out[subj] = fmt.Sprint(m.Event.Extensions()[contract.ExtResourceVersion])
 	}
 	return out
 }
@@ -59,7 +59,7 @@ func TestRestartPublishesMissedDeletes(t *testing.T) {
 	teamB = cluster.create(t, teamB)
 
 	first := startBridge(t, testConfig(t, map[string]string{"BRIDGE_STREAM_STORAGE": "file"}), cluster.kube(), nc)
-	waitFor(t, js, "the first start-up snapshot", 10*time.Second, func(m []replay.Message) bool { return countType(m, encode.TypeSnapshotEnd) == 1 })
+	waitFor(t, js, "the first start-up snapshot", 10*time.Second, func(m []replay.Message) bool { return countType(m, contract.TypeSnapshotEnd) == 1 })
 	first.stop(t)
 
 	// While no bridge runs: two deletes, one delete and re-create under a
@@ -75,12 +75,12 @@ func TestRestartPublishesMissedDeletes(t *testing.T) {
 	// The next run watches only ns0 and only objects without team=b: the
 	// deleted ns1 object is outside its scope and stays as it was.
 	startBridge(t, testConfig(t, map[string]string{"BRIDGE_STREAM_STORAGE": "file", "BRIDGE_RESOURCES": "cm | namespaces=ns0 | labels=team!=b"}), cluster.kube(), nc)
-	msgs := waitFor(t, js, "the second start-up snapshot", 10*time.Second, func(m []replay.Message) bool { return countType(m, encode.TypeSnapshotEnd) == 2 })
+	msgs := waitFor(t, js, "the second start-up snapshot", 10*time.Second, func(m []replay.Message) bool { return countType(m, contract.TypeSnapshotEnd) == 2 })
 
 	var deletes []string
 	for _, m := range msgs {
-		if m.Event.Type() == encode.TypeDeleted {
-			if m.Ext(encode.ExtFinalStateUnknown) == "" && m.Event.Extensions()[encode.ExtFinalStateUnknown] != true {
+		if m.Event.Type() == contract.TypeDeleted {
+			if m.Ext(contract.ExtFinalStateUnknown) == "" && m.Event.Extensions()[contract.ExtFinalStateUnknown] != true {
 				t.Errorf("delete of %s without finalstateunknown", m.Subject)
 			}
 			deletes = append(deletes, m.Subject)
@@ -88,7 +88,7 @@ func TestRestartPublishesMissedDeletes(t *testing.T) {
 	}
 	want := map[string]bool{}
 	for _, name := range []string{"cm-1", "cm-2", "cm-3", "labelled"} {
-		want[testSubjects.Object(configMaps, "ns0", name)] = true
+		want[testSubjects.Object(configMaps.Type(), "ns0", name)] = true
 	}
 	if len(deletes) != len(want) {
 		t.Errorf("deletes published for %v, want %d: cm-1, cm-2, cm-3 (old uid), labelled", deletes, len(want))
@@ -103,8 +103,8 @@ func TestRestartPublishesMissedDeletes(t *testing.T) {
 	cl := cluster.state(t, testSubjects)
 	// The ns1 object and the team=b one are outside the scope: the stream
 	// keeps what it last said about them.
-	cl[testSubjects.Object(configMaps, "ns1", "other-ns")] = other.ResourceVersion
-	cl[testSubjects.Object(configMaps, "ns0", "team-b")] = teamB.ResourceVersion
+	cl[testSubjects.Object(configMaps.Type(), "ns1", "other-ns")] = other.ResourceVersion
+	cl[testSubjects.Object(configMaps.Type(), "ns0", "team-b")] = teamB.ResourceVersion
 	assertView(t, view, cl)
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/sink"
 )
@@ -31,7 +32,7 @@ import (
 // attributes on the object's subject, which a consumer reading the last
 // message per subject would have to tell apart; and they raise every
 // message TTL to their own.
-func streamConfig(cfg *config.Config, subjects encode.Subjects) jetstream.StreamConfig {
+func streamConfig(cfg *config.Config, subjects contract.Subjects) jetstream.StreamConfig {
 	storage := jetstream.FileStorage
 	if cfg.StreamStorage == "memory" {
 		storage = jetstream.MemoryStorage
@@ -57,7 +58,7 @@ func streamConfig(cfg *config.Config, subjects encode.Subjects) jetstream.Stream
 // ensureStream creates or checks the stream, waiting as long as it takes
 // for JetStream to answer: no responders, no leader or a timeout is an
 // outage to wait out, not a reason to exit and crash-loop.
-func ensureStream(ctx context.Context, js jetstream.JetStream, cfg *config.Config, subjects encode.Subjects, attempts func(error)) (*jetstream.StreamInfo, error) {
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg *config.Config, subjects contract.Subjects, attempts func(error)) (*jetstream.StreamInfo, error) {
 	return sink.WaitForStream(ctx, js, streamConfig(cfg, subjects), subjects.ClusterWildcard(), sink.WithAttemptObserver(attempts))
 }
 
@@ -65,7 +66,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg *config.Confi
 // carry Nats-TTL and Nats-Rollup only where the stream takes them, since a
 // stream refuses a message with a header it does not allow, and the
 // publisher would retry it forever.
-func newEncoder(cfg *config.Config, subjects encode.Subjects, info *jetstream.StreamInfo) *encode.Encoder {
+func newEncoder(cfg *config.Config, subjects contract.Subjects, info *jetstream.StreamInfo) *encode.Encoder {
 	ttl, rollup := sink.FeaturesOf(info.Config).Tombstones(cfg.TombstoneTTL)
 	return &encode.Encoder{Subjects: subjects, TombstoneTTL: ttl, TombstoneRollup: rollup}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 func TestStreamConfig(t *testing.T) {
@@ -45,7 +45,7 @@ func TestTombstoneHeaders(t *testing.T) {
 		gone = cluster.update(t, gone)
 		rv := gone.ResourceVersion
 		waitFor(t, js, "update at rv "+rv, 10*time.Second, func(m []replay.Message) bool {
-			return len(m) > 0 && m[len(m)-1].Ext(encode.ExtResourceVersion) == rv
+			return len(m) > 0 && m[len(m)-1].Ext(contract.ExtResourceVersion) == rv
 		})
 	}
 	if got := subjectCount(t, js, goneSubj); got != 3 {
@@ -54,16 +54,16 @@ func TestTombstoneHeaders(t *testing.T) {
 
 	cluster.delete(t, "default", "gone")
 	var del *jetstream.RawStreamMsg
-	for deadline := time.Now().Add(10 * time.Second); del == nil || del.Header.Get("ce-type") != encode.TypeDeleted; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); del == nil || del.Header.Get("ce-type") != contract.TypeDeleted; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no delete on %s", goneSubj)
 		}
 		del = lastOn(t, js, goneSubj)
 	}
-	if got := del.Header.Get(encode.HeaderTTL); got != "1s" {
+	if got := del.Header.Get(contract.HeaderTTL); got != "1s" {
 		t.Errorf("delete: Nats-TTL %q, want 1s", got)
 	}
-	if got := del.Header.Get(encode.HeaderRollup); got != "sub" {
+	if got := del.Header.Get(contract.HeaderRollup); got != "sub" {
 		t.Errorf("delete: Nats-Rollup %q, want sub", got)
 	}
 	// The TTL is a second: the delete may be gone already, never more.
@@ -75,7 +75,7 @@ func TestTombstoneHeaders(t *testing.T) {
 			t.Fatalf("the delete on %s did not expire", goneSubj)
 		}
 	}
-	if m := lastOn(t, js, keptSubj); m == nil || m.Header.Get("ce-type") != encode.TypeSnapshotItem {
+	if m := lastOn(t, js, keptSubj); m == nil || m.Header.Get("ce-type") != contract.TypeSnapshotItem {
 		t.Errorf("the object that was not deleted lost its message: %v", m)
 	}
 }
@@ -100,10 +100,10 @@ func TestTombstonesOnBareStream(t *testing.T) {
 	}
 	startBridge(t, cfg, cluster.kube(), nc)
 	cluster.delete(t, "default", "gone")
-	msgs := waitFor(t, js, "the delete", 10*time.Second, func(m []replay.Message) bool { return countType(m, encode.TypeDeleted) == 1 })
+	msgs := waitFor(t, js, "the delete", 10*time.Second, func(m []replay.Message) bool { return countType(m, contract.TypeDeleted) == 1 })
 	for _, m := range msgs {
-		if m.Header.Get(encode.HeaderTTL) != "" || m.Header.Get(encode.HeaderRollup) != "" {
-			t.Errorf("seq %d %s carries Nats-TTL %q, Nats-Rollup %q", m.Seq, m.Event.Type(), m.Header.Get(encode.HeaderTTL), m.Header.Get(encode.HeaderRollup))
+		if m.Header.Get(contract.HeaderTTL) != "" || m.Header.Get(contract.HeaderRollup) != "" {
+			t.Errorf("seq %d %s carries Nats-TTL %q, Nats-Rollup %q", m.Seq, m.Event.Type(), m.Header.Get(contract.HeaderTTL), m.Header.Get(contract.HeaderRollup))
 		}
 	}
 }

@@ -91,7 +91,7 @@ func fillStream(b *testing.B, env map[string]string, objects, resyncs int) (*jet
 	published := 0
 	send := func(c informers.Change) {
 		c.Resource, c.ObservedAt = sizeResource, time.Unix(0, 0)
-		e, err := enc.Encode(c)
+		e, err := enc.EncodeWithin(c, 0)
 		if err != nil {
 			b.Fatal(err)
 		}

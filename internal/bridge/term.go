@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/leader"
 	"github.com/kubebridge/kubebridge/internal/metrics"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/sink"
 )
@@ -27,7 +28,7 @@ type termPublisher interface {
 // carries it (enc.Term), and every publish is conditional on its subject's
 // last sequence, so a replica that has been deposed, but does not know it
 // yet, cannot overwrite what this term wrote.
-func startTerm(ctx context.Context, js termPublisher, stream termStream, enc *encode.Encoder, d encode.TermData, now time.Time, backoff time.Duration) (*sink.Fence, error) {
+func startTerm(ctx context.Context, js termPublisher, stream termStream, enc *encode.Encoder, d contract.TermData, now time.Time, backoff time.Duration) (*sink.Fence, error) {
 	logger := klog.FromContext(ctx)
 	msg, err := enc.TermMarker(d, now)
 	if err != nil {
@@ -71,10 +72,10 @@ type streamTerms struct {
 }
 
 func (s streamTerms) Of(h nats.Header) (uint64, bool) {
-	if h.Get(encode.HeaderSpecVersion) == "" {
+	if h.Get(contract.HeaderSpecVersion) == "" {
 		return 0, false
 	}
-	term, err := encode.TermOf(h)
+	term, err := contract.TermOf(h)
 	return term, err == nil
 }
 
@@ -85,7 +86,7 @@ func (s streamTerms) Marker(ctx context.Context, seq uint64) (sink.MarkerState, 
 		return sink.MarkerGone, nil
 	case err != nil:
 		return 0, fmt.Errorf("read stream sequence %d for its term marker: %w", seq, err)
-	case m.Subject == s.subject && m.Header.Get(encode.HeaderType) == encode.TypeTerm:
+	case m.Subject == s.subject && m.Header.Get(contract.HeaderType) == contract.TypeTerm:
 		return sink.MarkerStored, nil
 	default:
 		return sink.MarkerAbsent, nil

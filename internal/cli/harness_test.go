@@ -24,7 +24,7 @@ import (
 	"github.com/kubebridge/kubebridge/internal/cli"
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // The real thing: kube-apiserver and etcd from internal/testenv, the
@@ -220,8 +220,8 @@ func (h *harness) start(args ...string) (stdout, stderr *lockedBuffer, stop func
 }
 
 // subjects names the test's subjects.
-func (h *harness) subjects() encode.Subjects {
-	return encode.Subjects{Prefix: h.prefix, Cluster: cluster}
+func (h *harness) subjects() contract.Subjects {
+	return contract.Subjects{Prefix: h.prefix, Cluster: cluster}
 }
 
 // waitFor polls cond until it returns "" (done) or the deadline passes;

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebridge/kubebridge/pkg/consume"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/sink"
 )
 
@@ -61,7 +61,7 @@ type settings struct {
 	url      string
 	auth     sink.Auth
 	jsDomain string
-	subjects encode.Subjects
+	subjects contract.Subjects
 	stream   string
 }
 
@@ -85,7 +85,7 @@ func (c *connFlags) settings(getenv func(string) string) (settings, error) {
 		},
 		jsDomain: first(c.jsDomain, getenv("NATS_JS_DOMAIN"), nc.JSDomain),
 		stream:   first(c.stream, getenv("BRIDGE_STREAM_NAME"), consume.DefaultStream),
-		subjects: encode.Subjects{
+		subjects: contract.Subjects{
 			Prefix:  first(c.prefix, getenv("BRIDGE_SUBJECT_PREFIX"), consume.DefaultSubjectPrefix),
 			Cluster: first(c.cluster, getenv("BRIDGE_CLUSTER_NAME"), consume.DefaultCluster),
 		},

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // ErrAmbiguous is returned for a resource name that several types of the
@@ -26,16 +26,7 @@ type streamType struct {
 
 // filter is the type as a consume.Filter names it: resource.version.group
 // when the version is pinned, else resource.group.
-func (t streamType) filter() string {
-	s := t.Resource
-	if t.Version != "" {
-		s += "." + t.Version
-	}
-	if t.Group != "" {
-		s += "." + t.Group
-	}
-	return s
-}
+func (t streamType) filter() string { return contract.Type(t).String() }
 
 // String is the type as kubectl names it: resource.group.
 func (t streamType) String() string {
@@ -46,42 +37,32 @@ func (t streamType) String() string {
 }
 
 // subject is the type's subject prefix (* for an unpinned version).
-func (t streamType) subject(s encode.Subjects) string {
-	return s.TypeOf(t.Group, t.Version, t.Resource)
+func (t streamType) subject(s contract.Subjects) string {
+	return s.Type(contract.Type(t))
 }
 
 // streamTypes lists the types of the cluster the stream holds, from their
 // snapshot marker subjects: every type the bridge publishes has them,
 // however many objects it has.
-func streamTypes(ctx context.Context, js jetstream.JetStream, stream string, s encode.Subjects) ([]streamType, error) {
+func streamTypes(ctx context.Context, js jetstream.JetStream, stream string, s contract.Subjects) ([]streamType, error) {
 	st, err := js.Stream(ctx, stream)
 	if err != nil {
 		return nil, err
 	}
-	head := s.Prefix + "." + s.Cluster + "."
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(head+"*.*.*."+encode.SnapshotToken+".*"))
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(s.AllMarkers()))
 	if err != nil {
 		return nil, fmt.Errorf("list the types of stream %s: %w", stream, err)
 	}
 	var out []streamType
 	for subj := range info.State.Subjects {
-		toks := strings.Split(strings.TrimPrefix(subj, head), ".")
-		if len(toks) != 5 {
+		sub, err := s.Parse(subj)
+		if err != nil || slices.Contains(out, streamType(sub.Type)) {
 			continue
 		}
-		t, err := parseTypeTokens(toks[0], toks[1], toks[2])
-		if err != nil || slices.Contains(out, t) {
-			continue
-		}
-		out = append(out, t)
+		out = append(out, streamType(sub.Type))
 	}
 	slices.SortFunc(out, func(a, b streamType) int { return strings.Compare(a.filter(), b.filter()) })
 	return out, nil
-}
-
-func parseTypeTokens(group, ver, resource string) (streamType, error) {
-	gvr, err := encode.ParseTypeTokens(group, ver, resource)
-	return streamType{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource}, err
 }
 
 // resolved is a resource name resolved against the stream.
@@ -116,7 +97,7 @@ func resolve(ctx context.Context, c *conn, word string) (resolved, error) {
 	if err != nil {
 		return r, err
 	}
-	_, err = st.GetLastMsgForSubject(ctx, r.subject(c.subjects)+"."+encode.ClusterScopeToken+".*")
+	_, err = st.GetLastMsgForSubject(ctx, c.subjects.Namespace(contract.Type(r.streamType), ""))
 	switch {
 	case err == nil:
 		r.clusterScoped = true
@@ -137,7 +118,7 @@ func resolveIn(types []streamType, word string) (resolved, error) {
 	var pinned, group string
 	if dotted {
 		toks := strings.Split(rest, ".")
-		if versionLike(toks[0]) {
+		if contract.IsVersion(toks[0]) {
 			pinned, toks = toks[0], toks[1:]
 		}
 		group = strings.Join(toks, ".")
@@ -207,28 +188,4 @@ func notInStream(builtin map[string][]schema.GroupResource, name, group, pinned 
 		return streamType{Group: gr.Group, Resource: gr.Resource, Version: pinned}
 	}
 	return streamType{Group: group, Resource: name, Version: pinned}
-}
-
-// versionLike reports whether a token is a Kubernetes API version (v1,
-// v2beta1): the second token of configmaps.v1 is a version, not a group.
-func versionLike(s string) bool {
-	rest, ok := strings.CutPrefix(s, "v")
-	if !ok || rest == "" || rest[0] < '0' || rest[0] > '9' {
-		return false
-	}
-	for _, kind := range []string{"alpha", "beta"} {
-		if i := strings.Index(rest, kind); i > 0 {
-			return allDigits(rest[:i]) && allDigits(rest[i+len(kind):]) && len(rest) > i+len(kind)
-		}
-	}
-	return allDigits(rest)
-}
-
-func allDigits(s string) bool {
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return s != ""
 }

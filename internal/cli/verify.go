@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 const verifySynopsis = `Usage: kubebridge verify [resource...] [-n namespace] [--against-cluster] [-o json] [flags]
@@ -108,7 +108,7 @@ func (v *verifier) subjects() []string {
 		if v.namespace == "" {
 			return []string{typeSubject + ".>"}
 		}
-		return []string{typeSubject + "." + encode.EscapeToken(v.namespace) + ".*", typeSubject + "." + encode.SnapshotToken + ".*"}
+		return []string{typeSubject + "." + contract.EscapeToken(v.namespace) + ".*", typeSubject + "." + contract.SnapshotToken + ".*"}
 	}
 	var out []string
 	switch {

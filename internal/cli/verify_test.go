@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -64,17 +65,17 @@ func TestVerify(t *testing.T) {
 
 	// Live changes, stored before the bridge stops.
 	cmRes := &informers.Resource{GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), Kind: "ConfigMap", Namespaced: true}
-	subject := func(name string) string { return h.subjects().Object(cmRes, ns, name) }
+	subject := func(name string) string { return h.subjects().Object(cmRes.Type(), ns, name) }
 	for _, name := range []string{"c-6", "c-7"} {
-		h.waitStored(subject(name), encode.TypeAdded, create(name).ResourceVersion)
+		h.waitStored(subject(name), contract.TypeAdded, create(name).ResourceVersion)
 	}
 	for _, name := range []string{"c-1", "c-2"} {
-		h.waitStored(subject(name), encode.TypeUpdated, update(name).ResourceVersion)
+		h.waitStored(subject(name), contract.TypeUpdated, update(name).ResourceVersion)
 	}
 	if err := cms.Delete(ctx, "c-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.waitStored(subject("c-0"), encode.TypeDeleted, "")
+	h.waitStored(subject("c-0"), contract.TypeDeleted, "")
 	stop()
 
 	// The clean stream.
@@ -141,7 +142,7 @@ func TestVerify(t *testing.T) {
 	publish := func(c informers.Change) uint64 {
 		t.Helper()
 		c.Resource, c.ObservedAt = cmRes, time.Now()
-		e, err := enc.Encode(c)
+		e, err := enc.EncodeWithin(c, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +210,7 @@ func TestVerify(t *testing.T) {
 	var itemSeq uint64
 	for seq := uint64(1); itemSeq == 0 && seq <= info.State.LastSeq; seq++ {
 		m, err := st.GetMsg(ctx, seq)
-		if err == nil && m.Subject == subject("c-1") && m.Header.Get("ce-type") == encode.TypeSnapshotItem {
+		if err == nil && m.Subject == subject("c-1") && m.Header.Get("ce-type") == contract.TypeSnapshotItem {
 			itemSeq = seq
 		}
 	}
@@ -219,7 +220,7 @@ func TestVerify(t *testing.T) {
 
 	// A copy of c-7's event without Nats-Msg-Id, which JetStream cannot
 	// de-duplicate.
-	noID := h.republish(h.lastOn(subject("c-7")).Sequence, func(hd nats.Header) { hd.Del(encode.HeaderMsgID) })
+	noID := h.republish(h.lastOn(subject("c-7")).Sequence, func(hd nats.Header) { hd.Del(contract.HeaderMsgID) })
 	want = append(want, fmt.Sprintf("duplicate-id@%d", noID), fmt.Sprintf("msg-id-mismatch@%d", noID))
 	check("a message without Nats-Msg-Id")
 

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/kubebridge/kubebridge/pkg/consume"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // Kinds of findings verify makes on top of consume's violations.
@@ -183,7 +183,7 @@ func (v *verifier) checkID(tc *typeCheck, ev *consume.Event, msg *nats.Msg) {
 	} else {
 		v.ids[h] = ev.Seq
 	}
-	if got, want := msg.Header.Get(encode.HeaderMsgID), v.c.subjects.Cluster+"/"+id; got != want {
+	if got, want := msg.Header.Get(contract.HeaderMsgID), v.c.subjects.Cluster+"/"+id; got != want {
 		x.Kind, x.Detail = MsgIDMismatch, fmt.Sprintf("Nats-Msg-Id %q, want %q", got, want)
 		v.add(tc, x)
 	}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 )
 
@@ -78,12 +79,12 @@ func TestVerifyRefusesAnUnknownContract(t *testing.T) {
 			if _, err := h.js.CreateStream(ctx, jetstream.StreamConfig{Name: h.stream, Subjects: []string{h.prefix + ".>"}, Storage: jetstream.MemoryStorage}); err != nil {
 				t.Fatal(err)
 			}
-			enc := &encode.Encoder{Subjects: encode.Subjects{Prefix: h.prefix, Cluster: cluster}}
-			m, err := enc.TermMarker(encode.TermData{Holder: "a"}, time.Now())
+			enc := &encode.Encoder{Subjects: contract.Subjects{Prefix: h.prefix, Cluster: cluster}}
+			m, err := enc.TermMarker(contract.TermData{Holder: "a"}, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.Header.Set("ce-"+encode.ExtContractVersion, tc.version)
+			m.Header.Set("ce-"+contract.ExtContractVersion, tc.version)
 			if _, err := h.js.PublishMsg(ctx, m); err != nil {
 				t.Fatal(err)
 			}

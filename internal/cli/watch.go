@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubebridge/kubebridge/pkg/consume"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 const watchSynopsis = `Usage: kubebridge watch <resource>[,<resource>...] [name...] [-n namespace | -A] [--diff] [flags]
@@ -135,7 +135,7 @@ func printEvent(w io.Writer, ev *consume.Event, f watchFlags) error {
 	if f.output == "wide" {
 		fmt.Fprintf(&b, "seq %-8d term %-6d ", ev.Seq, ev.Term)
 	}
-	kind, _ := ev.CloudEvent.Extensions()[encode.ExtKind].(string)
+	kind, _ := ev.CloudEvent.Extensions()[contract.ExtKind].(string)
 	fmt.Fprintf(&b, "%s  %-14s  %-12s", ev.CloudEvent.Time().UTC().Format(time.RFC3339), ev.Verb, kind)
 	if ev.Verb.IsMarker() {
 		fmt.Fprintf(&b, "  %s snapshot %s", ev.Resource.Resource, ev.SnapshotID)

@@ -14,7 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/cenats"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // ExtCoalesced is the extension of an event that stands for several
@@ -48,7 +49,7 @@ func (m Message) Ext(name string) string {
 // allow: not an integer, below 2 on a live event, below 1 on an item.
 func (m Message) Coalesced() (int, error) {
 	least, absent := 2, 1
-	if m.Event.Type() == encode.TypeSnapshotItem {
+	if m.Event.Type() == contract.TypeSnapshotItem {
 		// An item is no change of its own; superseding a single pending
 		// change is worth saying.
 		least, absent = 1, 0
@@ -68,7 +69,7 @@ func (m Message) Coalesced() (int, error) {
 }
 
 // ReadAll returns every message of stream matching filter (empty: all),
-// oldest first, decoded with encode.Decode. Messages that are no
+// oldest first, decoded with cenats.Decode. Messages that are no
 // CloudEvents at all are left out, as consumers skip them.
 func ReadAll(ctx context.Context, js jetstream.JetStream, stream, filter string) ([]Message, error) {
 	var out []Message
@@ -83,7 +84,7 @@ func ReadAll(ctx context.Context, js jetstream.JetStream, stream, filter string)
 }
 
 // ForEach calls f for every message of stream matching filter (empty:
-// all), oldest first, decoded with encode.Decode, without holding them
+// all), oldest first, decoded with cenats.Decode, without holding them
 // all in memory. It stops at the first message after which none is
 // pending. An error from f ends the read and is returned.
 func ForEach(ctx context.Context, js jetstream.JetStream, stream, filter string, f func(Message) error) error {
@@ -118,9 +119,9 @@ func ForEach(ctx context.Context, js jetstream.JetStream, stream, filter string,
 			if err != nil {
 				return err
 			}
-			ev, err := encode.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+			ev, err := cenats.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
 			switch {
-			case errors.Is(err, encode.ErrNotCloudEvent):
+			case errors.Is(err, cenats.ErrNotCloudEvent):
 				// Foreign: no event of the contract, as a consumer skips it.
 			case err != nil:
 				return fmt.Errorf("seq %d: %w", meta.Sequence.Stream, err)
@@ -192,7 +193,7 @@ type State struct {
 	// their term (the term rule, contract §3): not from a bridge.
 	Foreign []string
 
-	subjects encode.Subjects
+	subjects contract.Subjects
 	markers  []uint64                   // sequences of the term markers applied, ascending
 	seen     map[string]map[string]bool // type → subjects seen since begin
 	open     map[string]string          // type → snapshot id
@@ -201,7 +202,7 @@ type State struct {
 }
 
 // NewState returns an empty state for a cluster's subjects.
-func NewState(subjects encode.Subjects) *State {
+func NewState(subjects contract.Subjects) *State {
 	return &State{Objects: map[string]Object{}, Snapshots: map[string]int{}, Changes: map[string]int{}, subjects: subjects,
 		seen: map[string]map[string]bool{}, open: map[string]string{}, lastRV: map[string]string{}, deleted: map[string]bool{}}
 }
@@ -211,12 +212,12 @@ var ErrUnknownType = errors.New("replay: unknown event type")
 
 // Apply applies one message.
 func (s *State) Apply(m Message) error {
-	if m.Event.Type() == encode.TypeTerm {
+	if m.Event.Type() == contract.TypeTerm {
 		s.Term = max(s.Term, m.Seq)
 		s.markers = append(s.markers, m.Seq)
 		return nil
 	}
-	term, err := encode.TermOf(m.Header)
+	term, err := contract.TermOf(m.Header)
 	if err != nil {
 		return fmt.Errorf("seq %d %s: %w", m.Seq, m.Subject, err)
 	}
@@ -231,19 +232,23 @@ func (s *State) Apply(m Message) error {
 		return nil
 	}
 	s.Term = term
-	typ := typePrefix(m.Subject)
+	sub, err := s.subjects.Parse(m.Subject)
+	if err != nil {
+		return fmt.Errorf("seq %d %s: %w", m.Seq, m.Event.Type(), err)
+	}
+	typ := s.subjects.Type(sub.Type)
 	switch m.Event.Type() {
-	case encode.TypeSnapshotBegin:
-		s.open[typ] = m.Ext(encode.ExtSnapshotID)
+	case contract.TypeSnapshotBegin:
+		s.open[typ] = m.Ext(contract.ExtSnapshotID)
 		s.seen[typ] = map[string]bool{}
 		return nil
-	case encode.TypeSnapshotEnd:
-		if s.open[typ] != m.Ext(encode.ExtSnapshotID) {
-			return fmt.Errorf("replay: end marker of snapshot %s without its begin (open: %q)", m.Ext(encode.ExtSnapshotID), s.open[typ])
+	case contract.TypeSnapshotEnd:
+		if s.open[typ] != m.Ext(contract.ExtSnapshotID) {
+			return fmt.Errorf("replay: end marker of snapshot %s without its begin (open: %q)", m.Ext(contract.ExtSnapshotID), s.open[typ])
 		}
 		// Objects the bridge could not publish in any form exist: they are
 		// listed on the end marker and must not be swept.
-		for _, suffix := range strings.Fields(m.Ext(encode.ExtUnpublished)) {
+		for _, suffix := range strings.Fields(m.Ext(contract.ExtUnpublished)) {
 			s.seen[typ][typ+"."+suffix] = true
 		}
 		for subj, o := range s.Objects {
@@ -256,7 +261,7 @@ func (s *State) Apply(m Message) error {
 		delete(s.seen, typ)
 		s.Snapshots[typ]++
 		return nil
-	case encode.TypeAdded, encode.TypeUpdated, encode.TypeSnapshotItem, encode.TypeDeleted:
+	case contract.TypeAdded, contract.TypeUpdated, contract.TypeSnapshotItem, contract.TypeDeleted:
 	default:
 		return fmt.Errorf("%w: %q", ErrUnknownType, m.Event.Type())
 	}
@@ -264,10 +269,10 @@ func (s *State) Apply(m Message) error {
 	if err != nil {
 		return fmt.Errorf("seq %d %s %s: %w", m.Seq, m.Event.Type(), m.Subject, err)
 	}
-	if m.Event.Type() != encode.TypeSnapshotItem {
+	if m.Event.Type() != contract.TypeSnapshotItem {
 		s.Changes[typ] += n
 	}
-	uid, rv := m.Ext(encode.ExtUID), m.Ext(encode.ExtResourceVersion)
+	uid, rv := m.Ext(contract.ExtUID), m.Ext(contract.ExtResourceVersion)
 	key := typ + " " + uid
 	if prev, ok := s.lastRV[key]; ok {
 		if cmp, err := resourceversion.CompareResourceVersion(rv, prev); err == nil && cmp < 0 {
@@ -278,7 +283,7 @@ func (s *State) Apply(m Message) error {
 	if seen := s.seen[typ]; seen != nil {
 		seen[m.Subject] = true
 	}
-	if m.Event.Type() == encode.TypeDeleted {
+	if m.Event.Type() == contract.TypeDeleted {
 		s.deleted[key] = true
 		if o, ok := s.Objects[m.Subject]; ok && o.UID == uid {
 			delete(s.Objects, m.Subject)
@@ -296,19 +301,4 @@ func (s *State) Apply(m Message) error {
 	}
 	s.Objects[m.Subject] = Object{Type: typ, Subject: m.Subject, UID: uid, ResourceVersion: rv, Data: m.Data}
 	return nil
-}
-
-// typePrefix strips the last two tokens (namespace and name, or the
-// snapshot marker's) from a subject.
-func typePrefix(subject string) string {
-	dots := 0
-	for i := len(subject) - 1; i >= 0; i-- {
-		if subject[i] == '.' {
-			dots++
-			if dots == 2 {
-				return subject[:i]
-			}
-		}
-	}
-	return subject
 }

@@ -8,13 +8,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/cenats"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 const typ = "kb.c.core.v1.configmaps"
 
 // stream builds messages as they arrive from NATS: the extensions are
-// ce- headers, decoded by encode.Decode, so the replay sees them as a
+// ce- headers, decoded by cenats.Decode, so the replay sees them as a
 // consumer does (strings).
 type stream struct {
 	t    *testing.T
@@ -37,14 +38,14 @@ func (s *stream) obj(ceType, name, uid, rv string, ext ...string) {
 func (s *stream) begin(id string) {
 	h := nats.Header{}
 	h.Set("ce-snapshotid", id)
-	s.add(encode.TypeSnapshotBegin, typ+"._snapshot.begin", h)
+	s.add(contract.TypeSnapshotBegin, typ+"._snapshot.begin", h)
 }
 
 func (s *stream) end(id string, n int) {
 	h := nats.Header{}
 	h.Set("ce-snapshotid", id)
 	h.Set("ce-snapshotcount", fmt.Sprint(n))
-	s.add(encode.TypeSnapshotEnd, typ+"._snapshot.end", h)
+	s.add(contract.TypeSnapshotEnd, typ+"._snapshot.end", h)
 }
 
 func (s *stream) add(ceType, subject string, h nats.Header) {
@@ -54,7 +55,7 @@ func (s *stream) add(ceType, subject string, h nats.Header) {
 	h.Set("ce-id", fmt.Sprint("id-", s.seq))
 	h.Set("ce-source", "k8s://c/api/v1/configmaps")
 	h.Set("ce-type", ceType)
-	ev, err := encode.Decode(&nats.Msg{Subject: subject, Header: h})
+	ev, err := cenats.Decode(&nats.Msg{Subject: subject, Header: h})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func (s *stream) add(ceType, subject string, h nats.Header) {
 }
 
 func (s *stream) replay() (*State, error) {
-	st := NewState(encode.Subjects{})
+	st := NewState(contract.Subjects{Prefix: "kb", Cluster: "c"})
 	for _, m := range s.msgs {
 		if err := st.Apply(m); err != nil {
 			return st, err
@@ -84,13 +85,13 @@ func subj(name string) string { return typ + ".ns." + name }
 
 func TestRegressionIsPerUID(t *testing.T) {
 	s := &stream{t: t}
-	s.obj(encode.TypeAdded, "a", "u1", "10")
-	s.obj(encode.TypeUpdated, "a", "u1", "20")
+	s.obj(contract.TypeAdded, "a", "u1", "10")
+	s.obj(contract.TypeUpdated, "a", "u1", "20")
 	// Deleted and created again (a relist): the new object's first
 	// version is newer here, but a new uid is a new object in any case.
-	s.obj(encode.TypeDeleted, "a", "u1", "20", "finalstateunknown", "true")
-	s.obj(encode.TypeAdded, "a", "u2", "30")
-	s.obj(encode.TypeUpdated, "a", "u2", "40")
+	s.obj(contract.TypeDeleted, "a", "u1", "20", "finalstateunknown", "true")
+	s.obj(contract.TypeAdded, "a", "u2", "30")
+	s.obj(contract.TypeUpdated, "a", "u2", "40")
 	st := s.mustReplay()
 	if len(st.Regressions) > 0 {
 		t.Errorf("regressions across uids: %v", st.Regressions)
@@ -100,7 +101,7 @@ func TestRegressionIsPerUID(t *testing.T) {
 	}
 
 	// A uid going back is still a regression, with another uid in between.
-	s.obj(encode.TypeUpdated, "a", "u2", "35")
+	s.obj(contract.TypeUpdated, "a", "u2", "35")
 	st = s.mustReplay()
 	if len(st.Regressions) != 1 || !strings.Contains(st.Regressions[0], "rv 35 after 40") {
 		t.Errorf("regressions = %v, want one for rv 35 after 40", st.Regressions)
@@ -114,10 +115,10 @@ func TestRegressionIsPerUID(t *testing.T) {
 // object.
 func TestLateDeleteOfPreviousUID(t *testing.T) {
 	s := &stream{t: t}
-	s.obj(encode.TypeAdded, "a", "u1", "10")
+	s.obj(contract.TypeAdded, "a", "u1", "10")
 	s.begin("s1")
-	s.obj(encode.TypeSnapshotItem, "a", "u2", "30", "snapshotid", "s1")
-	s.obj(encode.TypeDeleted, "a", "u1", "25")
+	s.obj(contract.TypeSnapshotItem, "a", "u2", "30", "snapshotid", "s1")
+	s.obj(contract.TypeDeleted, "a", "u1", "25")
 	s.end("s1", 1)
 	st := s.mustReplay()
 	if len(st.Regressions) > 0 {
@@ -133,12 +134,12 @@ func TestLateDeleteOfPreviousUID(t *testing.T) {
 
 func TestUpsertAfterDeleteOfSameUID(t *testing.T) {
 	s := &stream{t: t}
-	s.obj(encode.TypeAdded, "a", "u1", "10")
-	s.obj(encode.TypeDeleted, "a", "u1", "10", "finalstateunknown", "true")
+	s.obj(contract.TypeAdded, "a", "u1", "10")
+	s.obj(contract.TypeDeleted, "a", "u1", "10", "finalstateunknown", "true")
 	// The same version as a snapshot item after the relist delete: the
 	// object would come back to life in the consumer's state.
 	s.begin("s1")
-	s.obj(encode.TypeSnapshotItem, "a", "u1", "10", "snapshotid", "s1")
+	s.obj(contract.TypeSnapshotItem, "a", "u1", "10", "snapshotid", "s1")
 	st := s.mustReplay()
 	if len(st.Regressions) != 1 || !strings.Contains(st.Regressions[0], "after the deleted event") {
 		t.Errorf("regressions = %v, want one for the upsert after the delete", st.Regressions)
@@ -147,12 +148,12 @@ func TestUpsertAfterDeleteOfSameUID(t *testing.T) {
 
 func TestDeleteOfAnotherUIDIsNoOp(t *testing.T) {
 	s := &stream{t: t}
-	s.obj(encode.TypeAdded, "a", "u2", "30")
+	s.obj(contract.TypeAdded, "a", "u2", "30")
 	// A late delete of the name's previous object must not remove the
 	// current one.
-	s.obj(encode.TypeDeleted, "a", "u1", "20", "finalstateunknown", "true")
+	s.obj(contract.TypeDeleted, "a", "u1", "20", "finalstateunknown", "true")
 	// A delete of something never seen, and one after a sweep.
-	s.obj(encode.TypeDeleted, "b", "u9", "5")
+	s.obj(contract.TypeDeleted, "b", "u9", "5")
 	st := s.mustReplay()
 	if o, ok := st.Objects[subj("a")]; !ok || o.UID != "u2" {
 		t.Errorf("a = %+v (present %v), want u2", o, ok)
@@ -167,12 +168,12 @@ func TestDeleteOfAnotherUIDIsNoOp(t *testing.T) {
 
 func TestMarkAndSweep(t *testing.T) {
 	s := &stream{t: t}
-	s.obj(encode.TypeAdded, "gone", "u1", "10")
-	s.obj(encode.TypeAdded, "kept", "u2", "11")
-	s.obj(encode.TypeAdded, "live", "u3", "12")
+	s.obj(contract.TypeAdded, "gone", "u1", "10")
+	s.obj(contract.TypeAdded, "kept", "u2", "11")
+	s.obj(contract.TypeAdded, "live", "u3", "12")
 	s.begin("s1")
-	s.obj(encode.TypeSnapshotItem, "kept", "u2", "11", "snapshotid", "s1")
-	s.obj(encode.TypeUpdated, "live", "u3", "13") // seen through a live event
+	s.obj(contract.TypeSnapshotItem, "kept", "u2", "11", "snapshotid", "s1")
+	s.obj(contract.TypeUpdated, "live", "u3", "13") // seen through a live event
 	s.end("s1", 1)
 	st := s.mustReplay()
 	if !slices.Equal(st.Swept, []string{subj("gone") + " 10"}) {
@@ -182,7 +183,7 @@ func TestMarkAndSweep(t *testing.T) {
 		t.Errorf("objects %v, snapshots %v", st.Objects, st.Snapshots)
 	}
 	// The delete of the swept object arrives afterwards: a no-op.
-	s.obj(encode.TypeDeleted, "gone", "u1", "14")
+	s.obj(contract.TypeDeleted, "gone", "u1", "14")
 	if st := s.mustReplay(); st.StaleDeletes != 1 || len(st.Objects) != 2 {
 		t.Errorf("after the late delete: %d stale deletes, objects %v", st.StaleDeletes, st.Objects)
 	}
@@ -195,14 +196,14 @@ func TestMarkAndSweep(t *testing.T) {
 
 func TestCoalesced(t *testing.T) {
 	s := &stream{t: t}
-	s.obj(encode.TypeAdded, "a", "u1", "10", "coalesced", "3")
-	s.obj(encode.TypeUpdated, "a", "u1", "20")
+	s.obj(contract.TypeAdded, "a", "u1", "10", "coalesced", "3")
+	s.obj(contract.TypeUpdated, "a", "u1", "20")
 	s.begin("s1")
 	// Items may carry coalesced (they supersede pending changes) but
 	// are not changes themselves.
-	s.obj(encode.TypeSnapshotItem, "a", "u1", "30", "snapshotid", "s1", "coalesced", "2")
+	s.obj(contract.TypeSnapshotItem, "a", "u1", "30", "snapshotid", "s1", "coalesced", "2")
 	s.end("s1", 1)
-	s.obj(encode.TypeDeleted, "a", "u1", "40", "coalesced", "2")
+	s.obj(contract.TypeDeleted, "a", "u1", "40", "coalesced", "2")
 	st := s.mustReplay()
 	if st.Changes[typ] != 6 {
 		t.Errorf("Changes = %d, want 6 (3 + 1 + 2)", st.Changes[typ])
@@ -216,7 +217,7 @@ func TestCoalesced(t *testing.T) {
 
 	for _, bad := range []string{"1", "0", "-2", "two"} {
 		s := &stream{t: t}
-		s.obj(encode.TypeUpdated, "a", "u1", "10", "coalesced", bad)
+		s.obj(contract.TypeUpdated, "a", "u1", "10", "coalesced", bad)
 		if _, err := s.replay(); err == nil {
 			t.Errorf("coalesced=%q accepted on an updated event", bad)
 		}
@@ -225,7 +226,7 @@ func TestCoalesced(t *testing.T) {
 	// is no change in the count.
 	s = &stream{t: t}
 	s.begin("s1")
-	s.obj(encode.TypeSnapshotItem, "a", "u1", "10", "snapshotid", "s1", "coalesced", "1")
+	s.obj(contract.TypeSnapshotItem, "a", "u1", "10", "snapshotid", "s1", "coalesced", "1")
 	if st := s.mustReplay(); st.Changes[typ] != 0 {
 		t.Errorf("Changes = %d after an item, want 0", st.Changes[typ])
 	}
@@ -235,7 +236,7 @@ func TestCoalesced(t *testing.T) {
 	for _, bad := range []string{"0", "-1", "x"} {
 		s := &stream{t: t}
 		s.begin("s1")
-		s.obj(encode.TypeSnapshotItem, "a", "u1", "10", "snapshotid", "s1", "coalesced", bad)
+		s.obj(contract.TypeSnapshotItem, "a", "u1", "10", "snapshotid", "s1", "coalesced", bad)
 		if _, err := s.replay(); err == nil {
 			t.Errorf("coalesced=%q accepted on a snapshot item", bad)
 		}
@@ -245,14 +246,14 @@ func TestCoalesced(t *testing.T) {
 // An object listed as unpublished on the end marker exists: it is not swept.
 func TestUnpublishedIsNotSwept(t *testing.T) {
 	s := &stream{t: t}
-	s.obj(encode.TypeAdded, "grown", "u1", "10")
-	s.obj(encode.TypeAdded, "gone", "u2", "11")
+	s.obj(contract.TypeAdded, "grown", "u1", "10")
+	s.obj(contract.TypeAdded, "gone", "u2", "11")
 	s.begin("s1")
 	h := nats.Header{}
 	h.Set("ce-snapshotid", "s1")
 	h.Set("ce-snapshotcount", "0")
 	h.Set("ce-unpublished", "ns.grown")
-	s.add(encode.TypeSnapshotEnd, typ+"._snapshot.end", h)
+	s.add(contract.TypeSnapshotEnd, typ+"._snapshot.end", h)
 	st := s.mustReplay()
 	if _, ok := st.Objects[subj("grown")]; !ok {
 		t.Error("an object listed as unpublished was swept")

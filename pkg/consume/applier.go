@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // ErrAmbiguousVersion is returned when a filter without a version meets a
@@ -93,7 +95,7 @@ func newApplier(dec *decoder, fs []filter, o stateOptions) (*Applier, error) {
 	return a, nil
 }
 
-func (a *Applier) typeOf(ref typeRef) *typeState {
+func (a *Applier) typeOf(ref contract.Type) *typeState {
 	for _, t := range a.types {
 		if t.f.ref == ref {
 			return t
@@ -269,7 +271,7 @@ func (a *Applier) guardSweep(ev *Event) []sweepCandidate {
 // one namespace too.
 func (a *Applier) route(ev *Event) *typeState {
 	for _, t := range a.types {
-		if !t.f.ref.covers(ev.Resource.Group, ev.Resource.Version, ev.Resource.Resource) {
+		if !t.f.ref.Covers(typeOf(ev.Resource)) {
 			continue
 		}
 		if ev.Verb.IsMarker() || t.f.matches(ev) {

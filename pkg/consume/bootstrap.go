@@ -11,8 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
-	"github.com/kubebridge/kubebridge/pkg/informers"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // plan is how a State reads: the consumer, and for a full replay where
@@ -38,7 +37,7 @@ func (p plan) skip(ev *Event) bool {
 		return false
 	}
 	for i, f := range p.fs {
-		if f.ref.covers(ev.Resource.Group, ev.Resource.Version, ev.Resource.Resource) {
+		if f.ref.Covers(typeOf(ev.Resource)) {
 			return ev.Seq < p.from[i]
 		}
 	}
@@ -103,7 +102,7 @@ func (s *State) latestSnapshotStart(ctx context.Context, f filter) (uint64, *jet
 	if err != nil {
 		return 0, nil, fmt.Errorf("consume: stream %s: %w", s.c.stream, err)
 	}
-	markers := f.typeSubject(s.c.subjects) + "." + encode.SnapshotToken
+	markers := f.typeSubject(s.c.subjects) + "." + contract.SnapshotToken
 	end, err := stream.GetLastMsgForSubject(ctx, markers+".end")
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil, nil
@@ -126,10 +125,10 @@ func (s *State) latestSnapshotStart(ctx context.Context, f filter) (uint64, *jet
 			return 0, nil, nil
 		}
 	}
-	id := end.Header.Get("ce-" + encode.ExtSnapshotID)
+	id := end.Header.Get(contract.Header(contract.ExtSnapshotID))
 	var begin uint64
 	err = scanSubject(ctx, s.c.js, s.c.stream, markers+".begin", func(seq uint64, h nats.Header) error {
-		if seq < end.Sequence && h.Get("ce-"+encode.ExtSnapshotID) == id {
+		if seq < end.Sequence && h.Get(contract.Header(contract.ExtSnapshotID)) == id {
 			begin = seq
 		}
 		return nil
@@ -144,7 +143,7 @@ func (s *State) latestSnapshotStart(ctx context.Context, f filter) (uint64, *jet
 // marker stored at seq with header h closes: its term parses, and is that
 // of the leader at seq.
 func (s *State) usableEnd(seq uint64, h nats.Header) bool {
-	term, err := encode.TermOf(h)
+	term, err := contract.TermOf(h)
 	if err != nil {
 		return false
 	}
@@ -165,7 +164,6 @@ func (s *State) unpublished(ctx context.Context, f filter, end *jetstream.RawStr
 	if err != nil {
 		return nil, fmt.Errorf("consume: stream %s: %w", s.c.stream, err)
 	}
-	r := &informers.Resource{GVR: ev.Resource}
 	var out []*jetstream.RawStreamMsg
 	for _, key := range ev.Unpublished {
 		ns, name, namespaced := strings.Cut(key, "/")
@@ -175,7 +173,7 @@ func (s *State) unpublished(ctx context.Context, f filter, end *jetstream.RawStr
 		if f.Namespace != "" && f.Namespace != ns || f.Name != "" && f.Name != name {
 			continue
 		}
-		m, err := stream.GetLastMsgForSubject(ctx, s.c.subjects.Object(r, ns, name))
+		m, err := stream.GetLastMsgForSubject(ctx, s.c.subjects.Object(typeOf(ev.Resource), ns, name))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -27,7 +28,7 @@ func benchStream(b *testing.B) jetstream.JetStream {
 	ctx := context.Background()
 	enc := &encode.Encoder{Subjects: testSubjects}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	marker, err := enc.TermMarker(encode.TermData{Holder: "bench"}, at)
+	marker, err := enc.TermMarker(contract.TermData{Holder: "bench"}, at)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func benchStream(b *testing.B) jetstream.JetStream {
 	}
 	enc.Term = ack.Sequence
 	publish := func(c informers.Change) {
-		e, err := enc.Encode(c)
+		e, err := enc.EncodeWithin(c, 0)
 		if err != nil {
 			b.Fatal(err)
 		}

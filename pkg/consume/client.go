@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // The bridge's defaults: BRIDGE_STREAM_NAME, BRIDGE_SUBJECT_PREFIX and
@@ -35,8 +35,8 @@ const contractMajor = 1
 // checkContract refuses a term marker (its headers) of an unknown major
 // contract version.
 func checkContract(seq uint64, h nats.Header) error {
-	v := h.Get("ce-" + encode.ExtContractVersion)
-	major, err := encode.ContractMajor(v)
+	v := h.Get(contract.Header(contract.ExtContractVersion))
+	major, err := contract.ContractMajor(v)
 	if err != nil {
 		return fmt.Errorf("%w: the term marker at sequence %d: %v", ErrUnsupportedContract, seq, err)
 	}
@@ -50,7 +50,7 @@ func checkContract(seq uint64, h nats.Header) error {
 type Client struct {
 	js       jetstream.JetStream
 	stream   string
-	subjects encode.Subjects
+	subjects contract.Subjects
 	dec      *decoder
 }
 
@@ -129,7 +129,7 @@ func New(js jetstream.JetStream, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	subjects := encode.Subjects{Prefix: o.prefix, Cluster: o.cluster}
+	subjects := contract.Subjects{Prefix: o.prefix, Cluster: o.cluster}
 	return &Client{js: js, stream: o.stream, subjects: subjects, dec: newDecoder(subjects, o.scheme)}, nil
 }
 

@@ -14,7 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/cenats"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // ErrUndecodable is wrapped by every DecodeError.
@@ -38,18 +39,18 @@ func (e *DecodeError) Unwrap() []error { return []error{ErrUndecodable, e.Err} }
 
 // decoder turns stream messages into Events. It is safe for concurrent use.
 type decoder struct {
-	subjects encode.Subjects
+	subjects contract.Subjects
 	scheme   *runtime.Scheme
 }
 
-func newDecoder(subjects encode.Subjects, scheme *runtime.Scheme) *decoder {
+func newDecoder(subjects contract.Subjects, scheme *runtime.Scheme) *decoder {
 	// The universal deserializer neither converts nor defaults: the object
 	// is what the bridge published, in its own version.
 	return &decoder{subjects: subjects, scheme: scheme}
 }
 
 func (d *decoder) decode(seq uint64, msg *nats.Msg) (*Event, error) {
-	if msg.Header.Get("ce-type") == encode.TypeTerm {
+	if msg.Header.Get(contract.HeaderType) == contract.TypeTerm {
 		// Before anything else: what follows a marker of an unknown major
 		// version may not mean what this reader takes it to.
 		if err := checkContract(seq, msg.Header); err != nil {
@@ -64,7 +65,7 @@ func (d *decoder) decode(seq uint64, msg *nats.Msg) (*Event, error) {
 }
 
 func (d *decoder) decodeEvent(seq uint64, msg *nats.Msg) (*Event, error) {
-	ce, err := encode.Decode(msg)
+	ce, err := cenats.Decode(msg)
 	if err != nil {
 		return nil, err
 	}
@@ -79,29 +80,29 @@ func (d *decoder) decodeEvent(seq uint64, msg *nats.Msg) (*Event, error) {
 		}
 		return ev, nil
 	}
-	if ev.Term, err = encode.TermOf(msg.Header); err != nil {
+	if ev.Term, err = contract.TermOf(msg.Header); err != nil {
 		return nil, err
 	}
 	if err := d.parseSubject(ev); err != nil {
 		return nil, err
 	}
 	ext := stringExts(ev)
-	ev.SnapshotID = ext(encode.ExtSnapshotID)
+	ev.SnapshotID = ext(contract.ExtSnapshotID)
 	if verb.IsMarker() {
 		if ev.SnapshotID == "" {
-			return nil, fmt.Errorf("%s marker without %s", verb, encode.ExtSnapshotID)
+			return nil, fmt.Errorf("%s marker without %s", verb, contract.ExtSnapshotID)
 		}
 		if verb == SnapshotEnd {
 			return ev, d.parseEnd(ev, ext)
 		}
-		ev.Scope = Scope{LabelSelector: ext(encode.ExtScopeLabels), FieldSelector: ext(encode.ExtScopeFields)}
-		if ns := ext(encode.ExtScopeNamespaces); ns != "" {
+		ev.Scope = Scope{LabelSelector: ext(contract.ExtScopeLabels), FieldSelector: ext(contract.ExtScopeFields)}
+		if ns := ext(contract.ExtScopeNamespaces); ns != "" {
 			ev.Scope.Namespaces = strings.Split(ns, ",")
 		}
 		return ev, nil
 	}
 	if verb == SnapshotItem && ev.SnapshotID == "" {
-		return nil, fmt.Errorf("snapshot item without %s", encode.ExtSnapshotID)
+		return nil, fmt.Errorf("snapshot item without %s", contract.ExtSnapshotID)
 	}
 	if err := parseFlags(ev); err != nil {
 		return nil, err
@@ -120,56 +121,44 @@ func stringExts(ev *Event) func(string) string {
 }
 
 // parseSubject fills in the type, namespace and name from the subject,
-// whose shape must fit the verb.
+// whose kind must fit the verb.
 func (d *decoder) parseSubject(ev *Event) error {
-	if ev.Verb.IsMarker() {
-		rest, ok := strings.CutPrefix(ev.Subject, d.subjects.Prefix+"."+d.subjects.Cluster+".")
-		toks := strings.Split(rest, ".")
-		end := "begin"
-		if ev.Verb == SnapshotEnd {
-			end = "end"
-		}
-		if !ok || len(toks) != 5 || toks[3] != encode.SnapshotToken || toks[4] != end {
-			return fmt.Errorf("%s marker on %s, which is not a %s marker subject", ev.Verb, ev.Subject, end)
-		}
-		gvr, err := encode.ParseTypeTokens(toks[0], toks[1], toks[2])
-		ev.Resource = gvr
-		return err
-	}
-	ref, err := d.subjects.ParseObject(ev.Subject)
+	sub, err := d.subjects.Parse(ev.Subject)
 	if err != nil {
 		return err
 	}
-	ev.Resource = schema.GroupVersionResource{Group: ref.Group, Version: ref.Version, Resource: ref.Resource}
-	ev.Namespace, ev.Name = ref.Namespace, ref.Name
+	want := contract.ObjectSubject
+	switch ev.Verb {
+	case SnapshotBegin:
+		want = contract.BeginSubject
+	case SnapshotEnd:
+		want = contract.EndSubject
+	}
+	if sub.Kind != want {
+		return fmt.Errorf("%s event on %s, which is a %s subject", ev.Verb, ev.Subject, sub.Kind)
+	}
+	ev.Resource = schema.GroupVersionResource{Group: sub.Group, Version: sub.Version, Resource: sub.Resource}
+	ev.Namespace, ev.Name = sub.Namespace, sub.Name
 	return nil
 }
 
 // parseEnd reads an end marker's count and the objects it did not publish.
 func (d *decoder) parseEnd(ev *Event, ext func(string) string) error {
-	if v, ok := ev.CloudEvent.Extensions()[encode.ExtSnapshotCount]; ok {
+	if v, ok := ev.CloudEvent.Extensions()[contract.ExtSnapshotCount]; ok {
 		n, err := types.ToInteger(v)
 		if err != nil || n < 0 {
-			return fmt.Errorf("%s %v is not a count", encode.ExtSnapshotCount, v)
+			return fmt.Errorf("%s %v is not a count", contract.ExtSnapshotCount, v)
 		}
 		ev.SnapshotCount = int(n)
 	}
-	for _, suffix := range strings.Fields(ext(encode.ExtUnpublished)) {
-		nsTok, nameTok, ok := strings.Cut(suffix, ".")
-		if !ok || strings.Contains(nameTok, ".") {
-			return fmt.Errorf("%s entry %q is not <namespace>.<name>", encode.ExtUnpublished, suffix)
-		}
-		name, err := encode.UnescapeToken(nameTok)
+	for _, suffix := range strings.Fields(ext(contract.ExtUnpublished)) {
+		ns, name, err := contract.ParseObjectSuffix(suffix)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", contract.ExtUnpublished, err)
 		}
-		if nsTok == encode.ClusterScopeToken {
+		if ns == "" {
 			ev.Unpublished = append(ev.Unpublished, name)
 			continue
-		}
-		ns, err := encode.UnescapeToken(nsTok)
-		if err != nil {
-			return err
 		}
 		ev.Unpublished = append(ev.Unpublished, ns+"/"+name)
 	}
@@ -179,7 +168,7 @@ func (d *decoder) parseEnd(ev *Event, ext func(string) string) error {
 // parseFlags reads the boolean and counting extensions of an object event.
 func parseFlags(ev *Event) error {
 	exts := ev.CloudEvent.Extensions()
-	for name, dst := range map[string]*bool{encode.ExtFinalStateUnknown: &ev.FinalStateUnknown, encode.ExtTruncated: &ev.Truncated} {
+	for name, dst := range map[string]*bool{contract.ExtFinalStateUnknown: &ev.FinalStateUnknown, contract.ExtTruncated: &ev.Truncated} {
 		if v, ok := exts[name]; ok {
 			b, err := types.ToBool(v)
 			if err != nil {
@@ -188,13 +177,13 @@ func parseFlags(ev *Event) error {
 			*dst = b
 		}
 	}
-	v, ok := exts[encode.ExtCoalesced]
+	v, ok := exts[contract.ExtCoalesced]
 	if !ok {
 		return nil
 	}
 	n, err := types.ToInteger(v)
 	if err != nil {
-		return fmt.Errorf("%s %v: %w", encode.ExtCoalesced, v, err)
+		return fmt.Errorf("%s %v: %w", contract.ExtCoalesced, v, err)
 	}
 	// Merged live changes are two or more; an item supersedes one or more.
 	least := int32(2)
@@ -202,7 +191,7 @@ func parseFlags(ev *Event) error {
 		least = 1
 	}
 	if n < least {
-		return fmt.Errorf("%s %d on %s: must be at least %d when present", encode.ExtCoalesced, n, ev.Verb, least)
+		return fmt.Errorf("%s %d on %s: must be at least %d when present", contract.ExtCoalesced, n, ev.Verb, least)
 	}
 	ev.Coalesced = int(n)
 	return nil
@@ -211,7 +200,7 @@ func parseFlags(ev *Event) error {
 // decodeObjects decodes the data into typed or unstructured objects and
 // checks them against the subject and the extensions.
 func (d *decoder) decodeObjects(ev *Event, ext func(string) string) error {
-	gvk := schema.FromAPIVersionAndKind(ext(encode.ExtAPIVersion), ext(encode.ExtKind))
+	gvk := schema.FromAPIVersionAndKind(ext(contract.ExtAPIVersion), ext(contract.ExtKind))
 	var err error
 	if !gvk.Empty() && d.scheme.Recognizes(gvk) {
 		err = d.decodeTyped(ev, gvk)
@@ -232,11 +221,11 @@ func (d *decoder) decodeObjects(ev *Event, ext func(string) string) error {
 	if ev.UID == "" {
 		return errors.New("object without a uid")
 	}
-	if u := ext(encode.ExtUID); u != "" && k8stypes.UID(u) != ev.UID {
-		return fmt.Errorf("%s %s but the object's uid is %s", encode.ExtUID, u, ev.UID)
+	if u := ext(contract.ExtUID); u != "" && k8stypes.UID(u) != ev.UID {
+		return fmt.Errorf("%s %s but the object's uid is %s", contract.ExtUID, u, ev.UID)
 	}
-	if rv := ext(encode.ExtResourceVersion); rv != "" && rv != ev.ResourceVersion {
-		return fmt.Errorf("%s %s but the object's resourceVersion is %s", encode.ExtResourceVersion, rv, ev.ResourceVersion)
+	if rv := ext(contract.ExtResourceVersion); rv != "" && rv != ev.ResourceVersion {
+		return fmt.Errorf("%s %s but the object's resourceVersion is %s", contract.ExtResourceVersion, rv, ev.ResourceVersion)
 	}
 	return nil
 }
@@ -283,7 +272,7 @@ func (d *decoder) decodeTyped(ev *Event, gvk schema.GroupVersionKind) error {
 // decodeUnstructured decodes the objects of a kind the scheme does not
 // know.
 func (d *decoder) decodeUnstructured(ev *Event) error {
-	var data encode.Data
+	var data contract.Data
 	if err := json.Unmarshal(ev.CloudEvent.Data(), &data); err != nil {
 		return fmt.Errorf("data: %w", err)
 	}

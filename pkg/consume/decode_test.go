@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -34,7 +34,7 @@ func TestDecodeTypedAndUnstructured(t *testing.T) {
 		t.Fatalf("object %T %v, old %v", ev.Object, ev.Object, ev.OldObject)
 	}
 	if ev.Verb != Updated || ev.Term != term || ev.Coalesced != 3 || ev.UID != "u1" || ev.ResourceVersion != "11" ||
-		ev.Key() != "ns/a" || ev.Resource != schemaGVR("", "v1", "configmaps") || ev.CloudEvent.Type() != encode.TypeUpdated {
+		ev.Key() != "ns/a" || ev.Resource != schemaGVR("", "v1", "configmaps") || ev.CloudEvent.Type() != contract.TypeUpdated {
 		t.Errorf("event %+v", ev)
 	}
 
@@ -66,7 +66,7 @@ func TestDecodeTruncated(t *testing.T) {
 	f := newFab(t, &memStore{})
 	o := cm("ns", "big", "u1", "10")
 	o.Data["payload"] = strings.Repeat("x", 4096)
-	f.enc.MaxPayload = 2048
+	f.maxPayload = 2048
 	f.added(o)
 	ev, err := memClient(t).Decode(1, f.msgs[0])
 	if err != nil {
@@ -121,19 +121,19 @@ func TestDecodeErrors(t *testing.T) {
 func TestFilterSubjects(t *testing.T) {
 	cases := []struct {
 		f            Filter
-		ref          typeRef
+		ref          contract.Type
 		events       []string
 		stateSubject []string
 	}{
-		{Filter{Resource: "configmaps"}, typeRef{"", "", "configmaps"},
+		{Filter{Resource: "configmaps"}, contract.Type{Group: "", Version: "", Resource: "configmaps"},
 			[]string{"kb.c1.core.*.configmaps.>"}, []string{"kb.c1.core.*.configmaps.>"}},
-		{Filter{Resource: "ConfigMaps.v1"}, typeRef{"", "v1", "configmaps"},
+		{Filter{Resource: "ConfigMaps.v1"}, contract.Type{Group: "", Version: "v1", Resource: "configmaps"},
 			[]string{"kb.c1.core.v1.configmaps.>"}, nil},
-		{Filter{Resource: "deployments.apps", Namespace: "web"}, typeRef{"apps", "", "deployments"},
+		{Filter{Resource: "deployments.apps", Namespace: "web"}, contract.Type{Group: "apps", Version: "", Resource: "deployments"},
 			[]string{"kb.c1.apps.*.deployments.web.*"}, []string{"kb.c1.apps.*.deployments.web.*", "kb.c1.apps.*.deployments._snapshot.*"}},
-		{Filter{Resource: "ingresses.networking.k8s.io", Name: "a_b"}, typeRef{"networking.k8s.io", "", "ingresses"},
+		{Filter{Resource: "ingresses.networking.k8s.io", Name: "a_b"}, contract.Type{Group: "networking.k8s.io", Version: "", Resource: "ingresses"},
 			[]string{"kb.c1.networking_k8s_io.*.ingresses.*.a%5Fb"}, nil},
-		{Filter{Resource: "horizontalpodautoscalers.v2.autoscaling", Namespace: "x", Name: "y"}, typeRef{"autoscaling", "v2", "horizontalpodautoscalers"},
+		{Filter{Resource: "horizontalpodautoscalers.v2.autoscaling", Namespace: "x", Name: "y"}, contract.Type{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"},
 			[]string{"kb.c1.autoscaling.v2.horizontalpodautoscalers.x.y"}, nil},
 	}
 	for _, c := range cases {

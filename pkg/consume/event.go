@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // Verb says what an event reports; it is the last part of its CloudEvents
@@ -28,13 +28,13 @@ const (
 )
 
 var verbByType = map[string]Verb{
-	encode.TypeAdded:         Added,
-	encode.TypeUpdated:       Updated,
-	encode.TypeDeleted:       Deleted,
-	encode.TypeSnapshotBegin: SnapshotBegin,
-	encode.TypeSnapshotItem:  SnapshotItem,
-	encode.TypeSnapshotEnd:   SnapshotEnd,
-	encode.TypeTerm:          Term,
+	contract.TypeAdded:         Added,
+	contract.TypeUpdated:       Updated,
+	contract.TypeDeleted:       Deleted,
+	contract.TypeSnapshotBegin: SnapshotBegin,
+	contract.TypeSnapshotItem:  SnapshotItem,
+	contract.TypeSnapshotEnd:   SnapshotEnd,
+	contract.TypeTerm:          Term,
 }
 
 // IsMarker reports whether v frames a snapshot.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubebridge/kubebridge/pkg/consume"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -52,7 +53,7 @@ func exampleStream() (jetstream.JetStream, func(informers.Change), func()) {
 		panic(err)
 	}
 	ctx := context.Background()
-	subjects := encode.Subjects{Prefix: consume.DefaultSubjectPrefix, Cluster: consume.DefaultCluster}
+	subjects := contract.Subjects{Prefix: consume.DefaultSubjectPrefix, Cluster: consume.DefaultCluster}
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: consume.DefaultStream, Subjects: []string{subjects.Stream()}, Storage: jetstream.MemoryStorage}); err != nil {
 		panic(err)
 	}
@@ -64,14 +65,14 @@ func exampleStream() (jetstream.JetStream, func(informers.Change), func()) {
 		}
 		return ack.Sequence
 	}
-	term, err := enc.TermMarker(encode.TermData{Holder: "bridge-0"}, time.Unix(0, 0))
+	term, err := enc.TermMarker(contract.TermData{Holder: "bridge-0"}, time.Unix(0, 0))
 	if err != nil {
 		panic(err)
 	}
 	enc.Term = publish(term)
 	put := func(c informers.Change) {
 		c.Resource = configMaps
-		e, err := enc.Encode(c)
+		e, err := enc.EncodeWithin(c, 0)
 		if err != nil {
 			panic(err)
 		}

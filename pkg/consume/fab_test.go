@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -23,7 +24,7 @@ import (
 // a real JetStream.
 
 var (
-	testSubjects = encode.Subjects{Prefix: "kb", Cluster: "c1"}
+	testSubjects = contract.Subjects{Prefix: "kb", Cluster: "c1"}
 	cmResource   = &informers.Resource{GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), Kind: "ConfigMap", Namespaced: true}
 	widgets      = &informers.Resource{GVR: schemaGVR("example.com", "v1", "widgets"), Kind: "Widget", Namespaced: true}
 )
@@ -35,10 +36,12 @@ type store interface {
 
 // fab writes a kubebridge stream.
 type fab struct {
-	t     *testing.T
-	enc   *encode.Encoder
-	to    store
-	clock time.Time
+	t   *testing.T
+	enc *encode.Encoder
+	// maxPayload, when set, makes larger events truncated (0: no limit).
+	maxPayload int
+	to         store
+	clock      time.Time
 	// seqs of everything stored, in order, and their messages.
 	seqs []uint64
 	msgs []*nats.Msg
@@ -76,7 +79,7 @@ func (f *fab) changeOf(r *informers.Resource, v informers.Verb, obj, old runtime
 	for _, m := range mod {
 		m(&c)
 	}
-	e, err := f.enc.Encode(c)
+	e, err := f.enc.EncodeWithin(c, f.maxPayload)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -108,7 +111,7 @@ func (f *fab) end(id string, count int, unpublished ...string) uint64 {
 // term stores a term marker; later events carry its sequence.
 func (f *fab) term(holder string) uint64 {
 	f.t.Helper()
-	m, err := f.enc.TermMarker(encode.TermData{Holder: holder}, f.now())
+	m, err := f.enc.TermMarker(contract.TermData{Holder: holder}, f.now())
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/pkg/consume"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestSecondBridgeFencesTheFirst runs a second bridge next to a first one
@@ -49,13 +49,13 @@ func TestSecondBridgeFencesTheFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := replay.NewState(encode.Subjects{})
+	ref := replay.NewState(contract.Subjects{})
 	var terms int
 	for _, m := range msgs {
 		if err := ref.Apply(m); err != nil {
 			t.Fatalf("replay: seq %d: %v", m.Seq, err)
 		}
-		if m.Event.Type() == encode.TypeTerm {
+		if m.Event.Type() == contract.TypeTerm {
 			terms++
 		}
 	}

@@ -3,10 +3,10 @@ package consume
 import (
 	"errors"
 	"fmt"
-	"regexp"
-	"strings"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // ErrBadFilter is wrapped by every error about a Filter.
@@ -41,58 +41,24 @@ func (f Filter) String() string {
 	return s
 }
 
-// typeRef is a parsed Filter.Resource: the API group ("" for core), the
-// version ("" for any) and the plural resource name.
-type typeRef struct {
-	Group, Version, Resource string
+// parseResource reads Filter.Resource.
+func parseResource(s string) (contract.Type, error) {
+	t, err := contract.ParseTypeName(s)
+	if err != nil {
+		return t, fmt.Errorf("%w: %w", ErrBadFilter, err)
+	}
+	return t, nil
 }
 
-func (r typeRef) String() string {
-	s := r.Resource
-	if r.Version != "" {
-		s += "." + r.Version
-	}
-	if r.Group != "" {
-		s += "." + r.Group
-	}
-	return s
-}
-
-// covers reports whether r selects the type group/version/resource.
-func (r typeRef) covers(group, version, resource string) bool {
-	return r.Group == group && r.Resource == resource && (r.Version == "" || r.Version == version)
-}
-
-// versionRE matches Kubernetes API versions: v1, v2beta1, v1alpha3.
-var versionRE = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
-
-// parseResource splits a kubectl-style resource name. The second token is
-// taken as a version when it looks like one: no API group is named like a
-// version, and "configmaps.v1" is how the bridge names core types in ids.
-func parseResource(s string) (typeRef, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if s == "" {
-		return typeRef{}, fmt.Errorf("%w: no resource", ErrBadFilter)
-	}
-	parts := strings.Split(s, ".")
-	for _, p := range parts {
-		if p == "" || strings.ContainsAny(p, "*> \t") {
-			return typeRef{}, fmt.Errorf("%w: %q is not resource[.version][.group]", ErrBadFilter, s)
-		}
-	}
-	r := typeRef{Resource: parts[0]}
-	rest := parts[1:]
-	if len(rest) > 0 && versionRE.MatchString(rest[0]) {
-		r.Version, rest = rest[0], rest[1:]
-	}
-	r.Group = strings.Join(rest, ".")
-	return r, nil
+// typeOf is the contract's name of a type.
+func typeOf(gvr schema.GroupVersionResource) contract.Type {
+	return contract.Type{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource}
 }
 
 // filter is a parsed Filter.
 type filter struct {
 	Filter
-	ref typeRef
+	ref contract.Type
 }
 
 func parseFilter(f Filter) (filter, error) {
@@ -120,8 +86,8 @@ func parseFilters(fs []Filter) ([]filter, error) {
 
 // typeSubject is the subject prefix of the filter's type, with * for an
 // unpinned version.
-func (f filter) typeSubject(s encode.Subjects) string {
-	return s.TypeOf(f.ref.Group, f.ref.Version, f.ref.Resource)
+func (f filter) typeSubject(s contract.Subjects) string {
+	return s.Type(f.ref)
 }
 
 // wholeType reports whether the filter selects the whole type, snapshot
@@ -129,20 +95,20 @@ func (f filter) typeSubject(s encode.Subjects) string {
 func (f filter) wholeType() bool { return f.Namespace == "" && f.Name == "" }
 
 // objectSubject is the subject filter of the filter's objects.
-func (f filter) objectSubject(s encode.Subjects) string {
+func (f filter) objectSubject(s contract.Subjects) string {
 	ns, name := "*", "*"
 	if f.Namespace != "" {
-		ns = encode.EscapeToken(f.Namespace)
+		ns = contract.EscapeToken(f.Namespace)
 	}
 	if f.Name != "" {
-		name = encode.EscapeToken(f.Name)
+		name = contract.EscapeToken(f.Name)
 	}
 	return f.typeSubject(s) + "." + ns + "." + name
 }
 
 // eventSubjects are the subject filters of the filter's events: the whole
 // type, or only the objects it names.
-func (f filter) eventSubjects(s encode.Subjects) []string {
+func (f filter) eventSubjects(s contract.Subjects) []string {
 	if f.wholeType() {
 		return []string{f.typeSubject(s) + ".>"}
 	}
@@ -151,11 +117,11 @@ func (f filter) eventSubjects(s encode.Subjects) []string {
 
 // stateSubjects are the subject filters a State needs: the objects plus
 // the type's snapshot markers, which frame every namespace.
-func (f filter) stateSubjects(s encode.Subjects) []string {
+func (f filter) stateSubjects(s contract.Subjects) []string {
 	if f.wholeType() {
 		return []string{f.typeSubject(s) + ".>"}
 	}
-	return []string{f.objectSubject(s), f.typeSubject(s) + "." + encode.SnapshotToken + ".*"}
+	return []string{f.objectSubject(s), s.Markers(f.ref)}
 }
 
 // matches reports whether a decoded event falls under the filter: its type,
@@ -163,7 +129,7 @@ func (f filter) stateSubjects(s encode.Subjects) []string {
 // filter of the whole type: subject wildcards over-select, and
 // "<type>.*.begin" (objects named begin) also matches a marker.
 func (f filter) matches(ev *Event) bool {
-	if !f.ref.covers(ev.Resource.Group, ev.Resource.Version, ev.Resource.Resource) {
+	if !f.ref.Covers(typeOf(ev.Resource)) {
 		return false
 	}
 	if ev.Verb.IsMarker() {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // BootstrapMode is how a State builds its first view of the stream.
@@ -77,14 +79,14 @@ func (f IndexerOption) configureApplier(o *stateOptions) error { return f(o) }
 
 type stateOptions struct {
 	bootstrap       BootstrapMode
-	indexers        map[typeRef]cache.Indexers
+	indexers        map[contract.Type]cache.Indexers
 	hooks           Hooks
 	stopOnViolation bool
 }
 
 // newOptions applies opts, whose configure method is given by the caller.
 func newOptions[O any](opts []O, configure func(O, *stateOptions) error) (stateOptions, error) {
-	o := stateOptions{indexers: map[typeRef]cache.Indexers{}}
+	o := stateOptions{indexers: map[contract.Type]cache.Indexers{}}
 	for _, opt := range opts {
 		if err := configure(opt, &o); err != nil {
 			return o, err

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // session is one List of a ListWatch and the watches that follow it: an
@@ -292,7 +294,7 @@ func (w *streamWatch) ResultChan() <-chan watch.Event { return w.result }
 // attach adds h to the handlers of type ref and calls init with the
 // objects held and the stream sequence they are consistent at, all under
 // the lock: h gets every change after that state.
-func (a *Applier) attach(ref typeRef, h cache.ResourceEventHandler, init func(objs []any, seq uint64)) error {
+func (a *Applier) attach(ref contract.Type, h cache.ResourceEventHandler, init func(objs []any, seq uint64)) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	t := a.typeOf(ref)

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -315,11 +315,11 @@ func TestFullReplayPastABadEndMarker(t *testing.T) {
 	f.end("s1", 1)
 	f.begin("s2")
 	f.item("s2", cm("ns", "a", "u1", "40"))
-	e, err := f.enc.Encode(informers.Change{Verb: informers.SnapshotEnd, Resource: cmResource, SnapshotID: "s2", SnapshotCount: 1, ObservedAt: f.now()})
+	e, err := f.enc.EncodeWithin(informers.Change{Verb: informers.SnapshotEnd, Resource: cmResource, SnapshotID: "s2", SnapshotCount: 1, ObservedAt: f.now()}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Msg.Header.Set(encode.TermHeader, "not-a-term")
+	e.Msg.Header.Set(contract.TermHeader, "not-a-term")
 	f.put(e.Msg)
 	var vs []Violation
 	st, err := testClient(t, js).NewState([]Filter{{Resource: "configmaps"}}, Bootstrap(FullReplay),

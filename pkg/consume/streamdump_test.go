@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // wrongKeys are the keys of the uids whose NATS states are not a
@@ -32,11 +32,11 @@ func (h *harness) dumpHistory(key string) {
 	h.t.Helper()
 	ns, name, _ := strings.Cut(key, "/")
 	typ := fmt.Sprintf("%s.%s.core.v1.configmaps", h.prefix, cluster)
-	subject := typ + "." + encode.EscapeToken(ns) + "." + encode.EscapeToken(name)
+	subject := typ + "." + contract.EscapeToken(ns) + "." + contract.EscapeToken(name)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := h.js.OrderedConsumer(ctx, h.stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject, typ + "." + encode.SnapshotToken + ".*", fmt.Sprintf("%s.%s._term", h.prefix, cluster)},
+		FilterSubjects: []string{subject, typ + "." + contract.SnapshotToken + ".*", fmt.Sprintf("%s.%s._term", h.prefix, cluster)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy, HeadersOnly: true,
 	})
 	if err != nil {

@@ -3,15 +3,13 @@ package consume
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
-	"github.com/kubebridge/kubebridge/pkg/informers"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // sweepGuard keeps a reader that is behind the stream from sweeping
@@ -38,11 +36,7 @@ const guardTimeout = 30 * time.Second
 // When the stream cannot be read it sweeps: that is the contract's rule,
 // and the object comes back with its newer messages if it exists.
 func (g *sweepGuard) keep(key string, obj any, end *Event) bool {
-	ns, name, namespaced := strings.Cut(key, "/")
-	if !namespaced {
-		ns, name = "", key
-	}
-	subject := g.c.subjects.Object(&informers.Resource{GVR: end.Resource}, ns, name)
+	subject := g.c.subjects.ObjectOfKey(typeOf(end.Resource), key)
 	// Not the watch's context: whether an object is swept must not depend
 	// on when the watch is stopped.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(g.ctx), guardTimeout)
@@ -54,7 +48,7 @@ func (g *sweepGuard) keep(key string, obj any, end *Event) bool {
 		}
 		return false
 	}
-	return last.Sequence > end.Seq && types.UID(last.Header.Get("ce-"+encode.ExtUID)) == uidOf(obj)
+	return last.Sequence > end.Seq && types.UID(last.Header.Get(contract.Header(contract.ExtUID))) == uidOf(obj)
 }
 
 func (g *sweepGuard) lastMsg(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {

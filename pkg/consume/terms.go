@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // terms applies the term rule: in stream order, an event whose term is
@@ -83,10 +83,10 @@ func (t *terms) fenced(ev *Event) bool {
 }
 
 // readTerms returns the sequences of the term markers the stream holds.
-func readTerms(ctx context.Context, js jetstream.JetStream, stream string, subjects encode.Subjects) ([]uint64, error) {
+func readTerms(ctx context.Context, js jetstream.JetStream, stream string, subjects contract.Subjects) ([]uint64, error) {
 	var out []uint64
 	err := scanSubject(ctx, js, stream, subjects.Term(), func(seq uint64, h nats.Header) error {
-		if h.Get("ce-type") != encode.TypeTerm {
+		if h.Get(contract.HeaderType) != contract.TypeTerm {
 			return nil
 		}
 		if err := checkContract(seq, h); err != nil {

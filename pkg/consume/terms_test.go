@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // The term rule, in stream order: an event of an older term than one seen
@@ -115,14 +115,14 @@ func TestApplierForeignTerms(t *testing.T) {
 // version v ("" for none: a bridge from before versions).
 func (f *fab) termIn(holder, v string) uint64 {
 	f.t.Helper()
-	m, err := f.enc.TermMarker(encode.TermData{Holder: holder}, f.now())
+	m, err := f.enc.TermMarker(contract.TermData{Holder: holder}, f.now())
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	if v == "" {
-		m.Header.Del("ce-" + encode.ExtContractVersion)
+		m.Header.Del("ce-" + contract.ExtContractVersion)
 	} else {
-		m.Header.Set("ce-"+encode.ExtContractVersion, v)
+		m.Header.Set("ce-"+contract.ExtContractVersion, v)
 	}
 	seq := f.put(m)
 	f.enc.Term = seq
@@ -138,7 +138,7 @@ func TestContractVersions(t *testing.T) {
 	for _, tc := range []struct {
 		version string
 		refused bool
-	}{{"", false}, {encode.ContractVersion, false}, {"1.9", false}, {"2.0", true}, {"x", true}} {
+	}{{"", false}, {contract.ContractVersion, false}, {"1.9", false}, {"2.0", true}, {"x", true}} {
 		t.Run("version "+tc.version, func(t *testing.T) {
 			_, js, s := startJetStream(t)
 			f := newFab(t, s)
@@ -172,7 +172,7 @@ func TestContractVersions(t *testing.T) {
 func TestContractVersionAfterSync(t *testing.T) {
 	_, js, s := startJetStream(t)
 	f := newFab(t, s)
-	f.termIn("a", encode.ContractVersion)
+	f.termIn("a", contract.ContractVersion)
 	f.added(cm("ns", "a", "u1", "10"))
 	st, ctx, done := startStateOf(t, testClient(t, js))
 	if err := st.WaitForSync(ctx); err != nil {

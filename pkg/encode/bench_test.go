@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubebridge/kubebridge/internal/fixtures"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -30,16 +31,16 @@ func BenchmarkMarshalPod(b *testing.B) {
 // BenchmarkEncodeUpdatedPod encodes an updated event carrying the new and
 // the old Pod into a NATS message with CloudEvents headers.
 func BenchmarkEncodeUpdatedPod(b *testing.B) {
-	enc := encode.Encoder{Subjects: encode.Subjects{Prefix: "kubebridge", Cluster: "prod"}, MaxPayload: 1 << 20}
+	enc := encode.Encoder{Subjects: contract.Subjects{Prefix: "kubebridge", Cluster: "prod"}}
 	c := informers.Change{Verb: informers.Updated, Resource: podsResource, Object: fixtures.Pod(0, 101), OldObject: fixtures.Pod(0, 100), ObservedAt: time.Now()}
-	out, err := enc.Encode(c)
+	out, err := enc.EncodeWithin(c, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(len(out.Msg.Data)), "data-bytes")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := enc.Encode(c); err != nil {
+		if _, err := enc.EncodeWithin(c, 0); err != nil {
 			b.Fatal(err)
 		}
 	}

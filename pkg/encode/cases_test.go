@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -50,11 +51,19 @@ var (
 	}
 )
 
-func newEncoder(maxPayload int) *encode.Encoder {
-	return &encode.Encoder{
-		Subjects:   encode.Subjects{Prefix: "kubebridge", Cluster: "prod"},
-		MaxPayload: maxPayload,
-	}
+// limitedEncoder is an Encoder with the payload limit a case encodes
+// within, as the bridge passes the server's max_payload.
+type limitedEncoder struct {
+	*encode.Encoder
+	maxPayload int
+}
+
+func (e limitedEncoder) Encode(c informers.Change) (encode.Encoded, error) {
+	return e.EncodeWithin(c, e.maxPayload)
+}
+
+func newEncoder(maxPayload int) limitedEncoder {
+	return limitedEncoder{&encode.Encoder{Subjects: contract.Subjects{Prefix: "kubebridge", Cluster: "prod"}}, maxPayload}
 }
 
 // The secret value of the redacted Secret case; it must never leave the
@@ -259,7 +268,7 @@ type encodeCase struct {
 }
 
 // encoder is the encoder the case is encoded with.
-func (tc encodeCase) encoder() *encode.Encoder {
+func (tc encodeCase) encoder() limitedEncoder {
 	e := newEncoder(tc.maxPayload)
 	e.TombstoneTTL, e.TombstoneRollup = tc.tombstones, tc.tombstones > 0
 	return e

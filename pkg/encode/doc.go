@@ -1,6 +1,7 @@
-// Package encode owns the wire contract: it turns an informers.Change into a
-// CloudEvents 1.0 event in binary content mode over NATS headers, names the
-// NATS subject it is published on, and gives every event a deterministic id.
+// Package encode turns an informers.Change into the message the contract
+// (pkg/contract, docs/contract.md) describes: a CloudEvents 1.0 event in
+// binary content mode over NATS headers (pkg/cenats), on the subject the
+// contract names, with a deterministic id.
 //
 // Everything here is pure: the same Change always encodes to the same bytes
 // (apart from the observation time it carries), which is what the golden

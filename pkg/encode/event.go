@@ -2,7 +2,6 @@ package encode
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,101 +13,26 @@ import (
 	"github.com/nats-io/nats.go"
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
-// Event types, one per verb.
-const (
-	TypeAdded         = "io.kubebridge.object.added"
-	TypeUpdated       = "io.kubebridge.object.updated"
-	TypeDeleted       = "io.kubebridge.object.deleted"
-	TypeSnapshotBegin = "io.kubebridge.snapshot.begin"
-	TypeSnapshotItem  = "io.kubebridge.snapshot.item"
-	TypeSnapshotEnd   = "io.kubebridge.snapshot.end"
-	// TypeTerm marks the start of a leader's term; see Encoder.Term.
-	TypeTerm = "io.kubebridge.term"
-)
-
-// Extension attribute names (CloudEvents: lowercase letters and digits).
-const (
-	ExtCluster           = "cluster"
-	ExtKind              = "kind"
-	ExtAPIVersion        = "apiversion"
-	ExtNamespace         = "namespace"
-	ExtName              = "name"
-	ExtUID               = "uid"
-	ExtResourceVersion   = "resourceversion"
-	ExtSnapshotID        = "snapshotid"
-	ExtSnapshotCount     = "snapshotcount"
-	ExtFinalStateUnknown = "finalstateunknown"
-	ExtTruncated         = "truncated"
-	ExtCoalesced         = "coalesced"
-	ExtUnpublished       = "unpublished"
-	// ExtScopeNamespaces, ExtScopeLabels and ExtScopeFields, on a
-	// snapshot begin marker, say what the type is watched for: the
-	// namespaces (comma-separated), the label selector and the field
-	// selector. Absent means all. A reader comparing the stream with the
-	// cluster compares within them.
-	ExtScopeNamespaces = "scopenamespaces"
-	ExtScopeLabels     = "scopelabels"
-	ExtScopeFields     = "scopefields"
-	// ExtTerm is the stream sequence of the term marker of the bridge that
-	// wrote the event, in decimal (a string: sequences outgrow the
-	// CloudEvents integer).
-	ExtTerm = "term"
-)
-
-// Header names outside the ce- attribute set.
-const (
-	HeaderContentType = "Content-Type"
-	// HeaderMsgID is JetStream's de-duplication header: <cluster>/<event id>.
-	HeaderMsgID = "Nats-Msg-Id"
-	// HeaderTTL is JetStream's per-message TTL (nats-server 2.11 or later,
-	// on a stream with AllowMsgTTL), sent on deleted events.
-	HeaderTTL = "Nats-TTL"
-	// HeaderRollup with RollupSubject makes JetStream purge the subject's
-	// earlier messages when it stores this one (AllowRollup), sent on
-	// deleted events.
-	HeaderRollup   = "Nats-Rollup"
-	RollupSubject  = "sub"
-	ceHeaderPrefix = "ce-"
-)
-
-// The headers of the CloudEvents attributes that headers-only readers
-// (the missed-delete scan, the fence) look at.
-const (
-	HeaderSpecVersion = ceHeaderPrefix + "specversion"
-	HeaderType        = ceHeaderPrefix + "type"
-)
-
-// ContentTypeJSON is the datacontenttype of every event with data.
-const ContentTypeJSON = "application/json"
-
 var typeByVerb = map[informers.Verb]string{
-	informers.Added:         TypeAdded,
-	informers.Updated:       TypeUpdated,
-	informers.Deleted:       TypeDeleted,
-	informers.SnapshotBegin: TypeSnapshotBegin,
-	informers.SnapshotItem:  TypeSnapshotItem,
-	informers.SnapshotEnd:   TypeSnapshotEnd,
+	informers.Added:         contract.TypeAdded,
+	informers.Updated:       contract.TypeUpdated,
+	informers.Deleted:       contract.TypeDeleted,
+	informers.SnapshotBegin: contract.TypeSnapshotBegin,
+	informers.SnapshotItem:  contract.TypeSnapshotItem,
+	informers.SnapshotEnd:   contract.TypeSnapshotEnd,
 }
 
 // ErrTooLarge is returned when not even the truncated form of an event fits
 // the maximum payload.
 var ErrTooLarge = errors.New("encode: event exceeds the maximum NATS payload even without its data")
 
-// Data is the event payload, named as in AdmissionReview.
-type Data struct {
-	Object    json.RawMessage `json:"object,omitempty"`
-	OldObject json.RawMessage `json:"oldObject,omitempty"`
-}
-
 // Encoder turns Changes into NATS messages. It is safe for concurrent use.
 type Encoder struct {
-	Subjects Subjects
-	// MaxPayload is the largest message (headers and data) the server
-	// accepts; 0 means no limit. Larger events are sent truncated.
-	MaxPayload int
+	Subjects contract.Subjects
 	// TombstoneTTL, when positive, is sent as Nats-TTL on deleted events
 	// (in whole seconds, rounded up), so the stream removes a delete after
 	// it and a deleted object does not hold its subject forever. The stream
@@ -135,8 +59,8 @@ type Encoded struct {
 	Msg *nats.Msg
 	// ID is the event id, also sent as Nats-Msg-Id.
 	ID string
-	// Truncated is set when the objects did not fit MaxPayload and only
-	// their identifying metadata was sent.
+	// Truncated is set when the objects did not fit the maximum payload
+	// and only their identifying metadata was sent.
 	Truncated bool
 }
 
@@ -144,11 +68,6 @@ type Encoded struct {
 func (e *Encoder) Event(c informers.Change) (event.Event, error) {
 	ev, _, err := e.event(c, false)
 	return ev, err
-}
-
-// Encode builds the NATS message for c within e.MaxPayload.
-func (e *Encoder) Encode(c informers.Change) (Encoded, error) {
-	return e.EncodeWithin(c, e.MaxPayload)
 }
 
 // EncodeWithin builds the NATS message for c within maxPayload bytes
@@ -209,27 +128,30 @@ func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string,
 	ev := event.New(event.CloudEventsVersionV1)
 	ev.SetType(typ)
 	ev.SetTime(c.ObservedAt)
-	ev.SetExtension(ExtCluster, e.Subjects.Cluster)
-	ev.SetExtension(ExtKind, gvk.Kind)
-	ev.SetExtension(ExtAPIVersion, gvk.GroupVersion().String())
+	ev.SetExtension(contract.ExtCluster, e.Subjects.Cluster)
+	ev.SetExtension(contract.ExtKind, gvk.Kind)
+	ev.SetExtension(contract.ExtAPIVersion, gvk.GroupVersion().String())
 	if e.Term != 0 {
-		ev.SetExtension(ExtTerm, strconv.FormatUint(e.Term, 10))
+		ev.SetExtension(contract.ExtTerm, strconv.FormatUint(e.Term, 10))
 	}
 
 	if c.Verb.IsMarker() {
 		ev.SetSource(source(e.Subjects.Cluster, r, ""))
 		ev.SetID(r.String() + "/" + c.SnapshotID + "/" + string(c.Verb))
-		ev.SetExtension(ExtSnapshotID, c.SnapshotID)
+		ev.SetExtension(contract.ExtSnapshotID, c.SnapshotID)
 		if c.Verb == informers.SnapshotBegin {
 			setScope(&ev, r, c.Scope)
 		}
 		if c.Verb == informers.SnapshotEnd {
-			ev.SetExtension(ExtSnapshotCount, int32(c.SnapshotCount))
+			ev.SetExtension(contract.ExtSnapshotCount, int32(c.SnapshotCount))
 			if len(c.SnapshotUnpublished) > 0 {
-				ev.SetExtension(ExtUnpublished, e.Subjects.ObjectSuffixes(c.SnapshotUnpublished))
+				ev.SetExtension(contract.ExtUnpublished, e.Subjects.ObjectSuffixes(c.SnapshotUnpublished))
 			}
 		}
-		return ev, e.Subjects.Marker(r, c.Verb), nil
+		if c.Verb == informers.SnapshotEnd {
+			return ev, e.Subjects.SnapshotEnd(r.Type()), nil
+		}
+		return ev, e.Subjects.SnapshotBegin(r.Type()), nil
 	}
 
 	obj, err := meta.Accessor(c.Object)
@@ -243,7 +165,7 @@ func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string,
 	id := r.String() + "/" + string(obj.GetUID()) + "/" + obj.GetResourceVersion() + "/" + string(c.Verb)
 	if c.Verb == informers.SnapshotItem {
 		id += "/" + c.SnapshotID
-		ev.SetExtension(ExtSnapshotID, c.SnapshotID)
+		ev.SetExtension(contract.ExtSnapshotID, c.SnapshotID)
 	} else if e.Term != 0 {
 		// A change a deposed leader stored late, which consumers ignore,
 		// must not make JetStream drop the same change from the new
@@ -255,18 +177,18 @@ func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string,
 	ev.SetSource(source(e.Subjects.Cluster, r, ns))
 	if ns != "" {
 		ev.SetSubject(ns + "/" + name)
-		ev.SetExtension(ExtNamespace, ns)
+		ev.SetExtension(contract.ExtNamespace, ns)
 	} else {
 		ev.SetSubject(name)
 	}
-	ev.SetExtension(ExtName, name)
-	ev.SetExtension(ExtUID, string(obj.GetUID()))
-	ev.SetExtension(ExtResourceVersion, obj.GetResourceVersion())
+	ev.SetExtension(contract.ExtName, name)
+	ev.SetExtension(contract.ExtUID, string(obj.GetUID()))
+	ev.SetExtension(contract.ExtResourceVersion, obj.GetResourceVersion())
 	if c.FinalStateUnknown {
-		ev.SetExtension(ExtFinalStateUnknown, true)
+		ev.SetExtension(contract.ExtFinalStateUnknown, true)
 	}
 	if c.Coalesced > 0 {
-		ev.SetExtension(ExtCoalesced, int32(c.Coalesced))
+		ev.SetExtension(contract.ExtCoalesced, int32(c.Coalesced))
 	}
 
 	apiVersion := gvk.GroupVersion().String()
@@ -293,11 +215,11 @@ func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string,
 	}
 	e.lastObjectSize.Store(int64(len(payload)) / objects)
 	if truncate {
-		ev.SetExtension(ExtTruncated, true)
+		ev.SetExtension(contract.ExtTruncated, true)
 	}
-	ev.SetDataContentType(ContentTypeJSON)
+	ev.SetDataContentType(contract.ContentTypeJSON)
 	ev.DataEncoded = payload
-	return ev, e.Subjects.Object(r, ns, name), nil
+	return ev, e.Subjects.Object(r.Type(), ns, name), nil
 }
 
 // source is the cluster plus the API path of the collection the object is
@@ -317,12 +239,12 @@ func source(cluster string, r *informers.Resource, namespace string) string {
 // Namespaces do not narrow a cluster-scoped type.
 func setScope(ev *event.Event, r *informers.Resource, scope informers.Scope) {
 	if r.Namespaced && len(scope.Namespaces) > 0 {
-		ev.SetExtension(ExtScopeNamespaces, strings.Join(scope.Namespaces, ","))
+		ev.SetExtension(contract.ExtScopeNamespaces, strings.Join(scope.Namespaces, ","))
 	}
 	if scope.LabelSelector != "" {
-		ev.SetExtension(ExtScopeLabels, scope.LabelSelector)
+		ev.SetExtension(contract.ExtScopeLabels, scope.LabelSelector)
 	}
 	if scope.FieldSelector != "" {
-		ev.SetExtension(ExtScopeFields, scope.FieldSelector)
+		ev.SetExtension(contract.ExtScopeFields, scope.FieldSelector)
 	}
 }

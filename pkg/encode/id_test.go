@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -27,7 +28,7 @@ func TestIDsDifferAcrossAliasedResources(t *testing.T) {
 	obj.SetUID("11111111-2222-4333-8444-555555555555")
 	obj.SetResourceVersion("42")
 	obj.SetCreationTimestamp(metav1.Time{Time: time.Unix(0, 0)})
-	enc := &encode.Encoder{Subjects: encode.Subjects{Prefix: "kubebridge", Cluster: "prod"}}
+	enc := &encode.Encoder{Subjects: contract.Subjects{Prefix: "kubebridge", Cluster: "prod"}}
 	for _, verb := range []informers.Verb{informers.Added, informers.Updated, informers.Deleted, informers.SnapshotItem} {
 		seen := map[string]string{}
 		for _, v := range []string{"v1", "v2"} {
@@ -35,11 +36,11 @@ func TestIDsDifferAcrossAliasedResources(t *testing.T) {
 			if verb == informers.Updated {
 				c.OldObject = obj
 			}
-			e, err := enc.Encode(c)
+			e, err := enc.EncodeWithin(c, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			msgID := e.Msg.Header.Get(encode.HeaderMsgID)
+			msgID := e.Msg.Header.Get(contract.HeaderMsgID)
 			if other, dup := seen[msgID]; dup {
 				t.Errorf("%s: %s and %s share Nats-Msg-Id %q", verb, other, v, msgID)
 			}

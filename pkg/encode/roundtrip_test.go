@@ -17,7 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/cenats"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -55,7 +56,7 @@ func expectedObject(t *testing.T, obj runtime.Object, r *informers.Resource) map
 	return m
 }
 
-func asMap(t *testing.T, raw json.RawMessage) map[string]interface{} {
+func asMap(t *testing.T, raw []byte) map[string]interface{} {
 	t.Helper()
 	if raw == nil {
 		return nil
@@ -95,7 +96,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 				t.Errorf("subject %q is not a valid literal NATS subject", msg.Subject)
 			}
 			s := newEncoder(0).Subjects
-			if w := s.TypeWildcard(c.Resource); !server.SubjectMatchesFilter(msg.Subject, w) {
+			if w := s.TypeWildcard(c.Resource.Type()); !server.SubjectMatchesFilter(msg.Subject, w) {
 				t.Errorf("subject %q is not under its type wildcard %q", msg.Subject, w)
 			}
 			if !c.Verb.IsMarker() {
@@ -103,8 +104,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Errorf("ParseObject(%q): %v", msg.Subject, err)
 				}
-				want := encode.ObjectRef{Group: c.Resource.GVR.Group, Version: c.Resource.GVR.Version, Resource: c.Resource.GVR.Resource,
-					Namespace: tc.ext["namespace"], Name: tc.ext["name"]}
+				want := contract.Subject{Kind: contract.ObjectSubject, Type: c.Resource.Type(), Namespace: tc.ext["namespace"], Name: tc.ext["name"]}
 				if ref != want {
 					t.Errorf("ParseObject(%q) = %+v, want %+v", msg.Subject, ref, want)
 				}
@@ -132,7 +132,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 			}
 
 			// sdk-go's view.
-			ev, err := encode.Decode(msg)
+			ev, err := cenats.Decode(msg)
 			if err != nil {
 				t.Fatalf("Decode: %v", err)
 			}
@@ -151,7 +151,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 			if ev.DataContentType() != "application/json" {
 				t.Errorf("datacontenttype = %q", ev.DataContentType())
 			}
-			var d encode.Data
+			var d contract.Data
 			if err := ev.DataAs(&d); err != nil {
 				t.Fatalf("DataAs: %v", err)
 			}
@@ -239,8 +239,8 @@ func validHeaderKey(k string) bool {
 }
 
 func TestDecodeRejectsPlainMessage(t *testing.T) {
-	_, err := encode.Decode(&nats.Msg{Subject: "x", Header: nats.Header{"Content-Type": {"application/json"}}, Data: []byte(`{}`)})
-	if err != encode.ErrNotCloudEvent {
+	_, err := cenats.Decode(&nats.Msg{Subject: "x", Header: nats.Header{"Content-Type": {"application/json"}}, Data: []byte(`{}`)})
+	if err != cenats.ErrNotCloudEvent {
 		t.Errorf("Decode of a message without ce-specversion: %v, want ErrNotCloudEvent", err)
 	}
 }

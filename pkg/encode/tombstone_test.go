@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -44,10 +45,10 @@ func TestTombstoneHeaders(t *testing.T) {
 					wantTTL, wantRollup = "", ""
 				}
 				for name, m := range map[string]encode.Encoded{"whole": enc, "truncated": truncated} {
-					if got := m.Msg.Header.Get(encode.HeaderTTL); got != wantTTL {
+					if got := m.Msg.Header.Get(contract.HeaderTTL); got != wantTTL {
 						t.Errorf("%s, TombstoneTTL %v: Nats-TTL %q, want %q", name, x.ttl, got, wantTTL)
 					}
-					if got := m.Msg.Header.Get(encode.HeaderRollup); got != wantRollup {
+					if got := m.Msg.Header.Get(contract.HeaderRollup); got != wantRollup {
 						t.Errorf("%s, TombstoneRollup %v: Nats-Rollup %q, want %q", name, x.rollup, got, wantRollup)
 					}
 				}

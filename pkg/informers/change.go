@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // Verb says what a Change reports.
@@ -30,6 +32,11 @@ type Resource struct {
 	GVR        schema.GroupVersionResource
 	Kind       string
 	Namespaced bool
+}
+
+// Type is the resource type as its subjects name it.
+func (r Resource) Type() contract.Type {
+	return contract.Type{Group: r.GVR.Group, Version: r.GVR.Version, Resource: r.GVR.Resource}
 }
 
 // GroupVersionKind is the kind objects of this resource are served as.

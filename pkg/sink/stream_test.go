@@ -16,6 +16,7 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -184,7 +185,7 @@ func TestStreamRefusesHeadersItDoesNotAllow(t *testing.T) {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BARE", Subjects: []string{"bare.>"}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range []nats.Header{{encode.HeaderTTL: {"1h"}}, {encode.HeaderRollup: {encode.RollupSubject}}} {
+	for _, h := range []nats.Header{{contract.HeaderTTL: {"1h"}}, {contract.HeaderRollup: {contract.RollupSubject}}} {
 		_, err := js.PublishMsg(ctx, &nats.Msg{Subject: "bare.x", Header: h, Data: []byte("x")})
 		var apiErr *jetstream.APIError
 		if !errors.As(err, &apiErr) {
@@ -223,7 +224,7 @@ func TestTombstoneExpiry(t *testing.T) {
 			if _, err := EnsureStream(ctx, js, c.stream, c.stream.Subjects[0]); err != nil {
 				t.Fatal(err)
 			}
-			enc := &encode.Encoder{Subjects: encode.Subjects{Prefix: strings.ToLower(c.stream.Name), Cluster: "c1"}, TombstoneTTL: ttl, TombstoneRollup: c.rollup}
+			enc := &encode.Encoder{Subjects: contract.Subjects{Prefix: strings.ToLower(c.stream.Name), Cluster: "c1"}, TombstoneTTL: ttl, TombstoneRollup: c.rollup}
 			gone, kept := configMap("gone", "1"), configMap("kept", "5")
 			for _, ch := range []informers.Change{
 				{Verb: informers.Added, Resource: cmResource, Object: gone},
@@ -231,14 +232,14 @@ func TestTombstoneExpiry(t *testing.T) {
 				{Verb: informers.Added, Resource: cmResource, Object: kept},
 				{Verb: informers.Deleted, Resource: cmResource, Object: configMap("gone", "3")},
 			} {
-				e, err := enc.Encode(ch)
+				e, err := enc.EncodeWithin(ch, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
 				publish(t, js, e.Msg)
 			}
-			goneSubj := enc.Subjects.Object(cmResource, "default", "gone")
-			keptSubj := enc.Subjects.Object(cmResource, "default", "kept")
+			goneSubj := enc.Subjects.Object(cmResource.Type(), "default", "gone")
+			keptSubj := enc.Subjects.Object(cmResource.Type(), "default", "kept")
 			counts := subjectCounts(t, js, c.stream.Name)
 			if c.rollup && counts[goneSubj] != 1 {
 				t.Errorf("after the delete with roll-up, %s holds %d messages, want only the delete", goneSubj, counts[goneSubj])
@@ -254,7 +255,7 @@ func TestTombstoneExpiry(t *testing.T) {
 				if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 					t.Fatal(err)
 				}
-				if m == nil || m.Header.Get("ce-type") != encode.TypeDeleted {
+				if m == nil || m.Header.Get("ce-type") != contract.TypeDeleted {
 					if c.wantEmpty && m != nil {
 						t.Errorf("after the delete expired, the last message on %s is %s rv %s, want none", goneSubj, m.Header.Get("ce-type"), m.Header.Get("ce-resourceversion"))
 					}

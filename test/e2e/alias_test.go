@@ -12,7 +12,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestAliasedTypes watches HorizontalPodAutoscalers as two types,
@@ -60,7 +60,7 @@ func TestAliasedTypes(t *testing.T) {
 	countsOf := func(msgs []replay.Message) string {
 		var missing []string
 		for typ := range types {
-			if c := streamChanges(msgs, typ); c[encode.TypeAdded] < creates {
+			if c := streamChanges(msgs, typ); c[contract.TypeAdded] < creates {
 				missing = append(missing, fmt.Sprintf("%s: %s", typ, fmtCounts(c)))
 			}
 		}
@@ -107,7 +107,7 @@ func TestAliasedTypes(t *testing.T) {
 	msgs, missing := h.pollStream(30*time.Second, func(msgs []replay.Message) string {
 		var missing []string
 		for typ := range types {
-			if c := streamChanges(msgs, typ); c[encode.TypeAdded]+c[encode.TypeUpdated]+c[encode.TypeDeleted] < total {
+			if c := streamChanges(msgs, typ); c[contract.TypeAdded]+c[contract.TypeUpdated]+c[contract.TypeDeleted] < total {
 				missing = append(missing, fmt.Sprintf("%s: %s", typ, fmtCounts(c)))
 			}
 		}
@@ -122,7 +122,7 @@ func TestAliasedTypes(t *testing.T) {
 		t.Errorf("kubebridge_publish_duplicates_total = %v, want 0: events of one type were taken for duplicates", dups)
 	}
 	checkUniqueIDs(t, msgs)
-	st := applyAll(t, msgs)
+	st := h.applyAll(t, msgs)
 	checkNoRegressions(t, st)
 
 	list, err := h.cs.AutoscalingV1().HorizontalPodAutoscalers(h.ns).List(ctx, metav1.ListOptions{})
@@ -148,19 +148,19 @@ func TestAliasedTypes(t *testing.T) {
 			got := 0
 			for _, m := range evs {
 				switch m.Event.Type() {
-				case encode.TypeAdded, encode.TypeUpdated, encode.TypeDeleted:
+				case contract.TypeAdded, contract.TypeUpdated, contract.TypeDeleted:
 					k, _ := m.Coalesced()
 					got += k
 				}
 				if !strings.HasPrefix(m.Event.ID(), resource+"/"+uids[name]+"/") {
 					t.Errorf("%s seq %d: id %s, want %s/%s/<rv>/<verb>", typ, m.Seq, m.Event.ID(), resource, uids[name])
 				}
-				checkEq(t, fmt.Sprintf("%s seq %d apiversion", typ, m.Seq), m.Ext(encode.ExtAPIVersion), "autoscaling/"+version)
+				checkEq(t, fmt.Sprintf("%s seq %d apiversion", typ, m.Seq), m.Ext(contract.ExtAPIVersion), "autoscaling/"+version)
 			}
 			if got != n {
 				t.Errorf("%s %s: events stand for %d changes, want %d:\n%s", typ, name, got, n, describe(evs))
 			}
-			if len(evs) > 0 && evs[0].Event.Type() != encode.TypeAdded {
+			if len(evs) > 0 && evs[0].Event.Type() != contract.TypeAdded {
 				t.Errorf("%s %s: first event is %s, want added", typ, name, evs[0].Event.Type())
 			}
 		}

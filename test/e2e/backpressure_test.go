@@ -9,7 +9,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // cmResource is the configmaps type as the metrics' resource label and
@@ -61,7 +61,7 @@ func TestSnapshotWithChurn(t *testing.T) {
 	t.Logf("accounting: %v", acct)
 
 	ends := checkSnapshots(t, msgs)
-	begins := ofType(msgs, encode.TypeSnapshotBegin, typ+".")
+	begins := ofType(msgs, contract.TypeSnapshotBegin, typ+".")
 	if len(begins) != 1 || ends[typ] != 1 {
 		t.Errorf("%d snapshots begun and %d completed, want only the start-up one:\n%s", len(begins), ends[typ], describe(begins))
 	}
@@ -80,14 +80,14 @@ func TestSnapshotWithChurn(t *testing.T) {
 	// Live events were published while the snapshot was: they are not
 	// held behind it.
 	if len(begins) > 0 {
-		end := ofType(msgs, encode.TypeSnapshotEnd, typ+".")
+		end := ofType(msgs, contract.TypeSnapshotEnd, typ+".")
 		var inside, items int
 		for _, m := range msgs {
 			if m.Seq > begins[0].Seq && (len(end) == 0 || m.Seq < end[0].Seq) {
 				switch m.Event.Type() {
-				case encode.TypeSnapshotItem:
+				case contract.TypeSnapshotItem:
 					items++
-				case encode.TypeAdded, encode.TypeUpdated, encode.TypeDeleted:
+				case contract.TypeAdded, contract.TypeUpdated, contract.TypeDeleted:
 					inside++
 				}
 			}
@@ -172,7 +172,7 @@ func TestNATSOutage(t *testing.T) {
 	t.Logf("accounting: %v", acct)
 
 	ends := checkSnapshots(t, msgs)
-	if begins := ofType(msgs, encode.TypeSnapshotBegin, typ+"."); len(begins) != 1 || ends[typ] != 1 {
+	if begins := ofType(msgs, contract.TypeSnapshotBegin, typ+"."); len(begins) != 1 || ends[typ] != 1 {
 		t.Errorf("%d snapshots begun and %d completed, want only the start-up one: recovering from an outage must not need a snapshot:\n%s", len(begins), ends[typ], describe(begins))
 	}
 	m := b.scrape()
@@ -248,5 +248,5 @@ func typePrefixOf(subject string) string {
 
 // fmtCounts renders verb counts in a fixed order.
 func fmtCounts(c map[string]int) string {
-	return fmt.Sprintf("%d added, %d updated, %d deleted", c[encode.TypeAdded], c[encode.TypeUpdated], c[encode.TypeDeleted])
+	return fmt.Sprintf("%d added, %d updated, %d deleted", c[contract.TypeAdded], c[contract.TypeUpdated], c[contract.TypeDeleted])
 }

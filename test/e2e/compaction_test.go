@@ -13,7 +13,8 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/cenats"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // defaultMaxMsgsPerSubject is BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT's
@@ -97,7 +98,7 @@ func TestCompaction(t *testing.T) {
 	// A replay from the latest complete snapshot's begin marker.
 	start, id := h.latestSnapshotStart(typ)
 	msgs := h.readFrom(typ+".>", start)
-	st := replay.NewState(encode.Subjects{})
+	st := replay.NewState(h.subjects())
 	for _, m := range msgs {
 		if err := st.Apply(m); err != nil {
 			t.Fatalf("replay from seq %d (snapshot %s): %v", start, id, err)
@@ -234,8 +235,8 @@ func drain(c jetstream.Consumer, left uint64) ([]replay.Message, error) {
 				return nil, err
 			}
 			left = meta.NumPending
-			ev, err := encode.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-			if errors.Is(err, encode.ErrNotCloudEvent) {
+			ev, err := cenats.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+			if errors.Is(err, cenats.ErrNotCloudEvent) {
 				continue // foreign: no event, as consumers skip it
 			}
 			if err != nil {
@@ -258,9 +259,9 @@ func lastView(msgs []replay.Message) map[string]string {
 	out := map[string]string{}
 	for _, m := range msgs {
 		switch m.Event.Type() {
-		case encode.TypeAdded, encode.TypeUpdated, encode.TypeSnapshotItem:
-			out[m.Subject] = m.Ext(encode.ExtResourceVersion)
-		case encode.TypeDeleted:
+		case contract.TypeAdded, contract.TypeUpdated, contract.TypeSnapshotItem:
+			out[m.Subject] = m.Ext(contract.ExtResourceVersion)
+		case contract.TypeDeleted:
 			delete(out, m.Subject)
 		}
 	}
@@ -295,9 +296,9 @@ func (h *harness) latestSnapshotStart(typ string) (uint64, string) {
 	if end == nil {
 		h.t.Fatalf("no end marker on %s._snapshot.end", typ)
 	}
-	id := end.Header.Get("ce-" + encode.ExtSnapshotID)
+	id := end.Header.Get("ce-" + contract.ExtSnapshotID)
 	for _, m := range h.readFrom(typ+"._snapshot.begin", 0) {
-		if m.Ext(encode.ExtSnapshotID) == id {
+		if m.Ext(contract.ExtSnapshotID) == id {
 			return m.Seq, id
 		}
 	}

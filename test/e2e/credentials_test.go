@@ -7,7 +7,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestTokenInNATSURLNeverLogged: a token in NATS_URL (nats://TOKEN@host),
@@ -33,7 +33,7 @@ func TestTokenInNATSURLNeverLogged(t *testing.T) {
 	cm := h.createCM(h.ns, "after-reconnect", nil, map[string]string{"k": "v"})
 	h.waitStream("the configmap created after the reconnect", convergeTimeout, func(m []replay.Message) string {
 		for _, msg := range onSubject(m, h.cmSubject(h.ns, "after-reconnect")) {
-			if msg.Event.Type() == encode.TypeAdded && msg.Ext(encode.ExtResourceVersion) == cm.ResourceVersion {
+			if msg.Event.Type() == contract.TypeAdded && msg.Ext(contract.ExtResourceVersion) == cm.ResourceVersion {
 				return ""
 			}
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 var (
@@ -66,19 +66,19 @@ func TestObjectEvents(t *testing.T) {
 	// The namespace is empty: each type's start-up snapshot has no items.
 	msgs := h.waitStream("both start-up snapshots", 30*time.Second, func(m []replay.Message) string {
 		for _, typ := range []string{cmType, wType} {
-			if len(ofType(m, encode.TypeSnapshotEnd, typ+".")) == 0 {
+			if len(ofType(m, contract.TypeSnapshotEnd, typ+".")) == 0 {
 				return "no end marker on " + typ
 			}
 		}
 		return ""
 	})
 	for _, typ := range []string{cmType, wType} {
-		begins, ends := ofType(msgs, encode.TypeSnapshotBegin, typ+"."), ofType(msgs, encode.TypeSnapshotEnd, typ+".")
+		begins, ends := ofType(msgs, contract.TypeSnapshotBegin, typ+"."), ofType(msgs, contract.TypeSnapshotEnd, typ+".")
 		if len(begins) != 1 || len(ends) != 1 || begins[0].Subject != typ+"._snapshot.begin" || ends[0].Subject != typ+"._snapshot.end" {
 			t.Errorf("%s: start-up markers:\n%s", typ, describe(msgs))
 			continue
 		}
-		if got := ends[0].Ext(encode.ExtSnapshotCount); got != "0" {
+		if got := ends[0].Ext(contract.ExtSnapshotCount); got != "0" {
 			t.Errorf("%s: snapshotcount %q for an empty namespace, want 0", typ, got)
 		}
 	}
@@ -99,11 +99,11 @@ func TestObjectEvents(t *testing.T) {
 	// Each change waits for the previous one's event, so none is merged
 	// into another (see waitEvent).
 	cmSubj := h.prefix + ".e2e.core.v1.configmaps." + h.ns + ".cfg"
-	h.waitEvent(cmSubj, encode.TypeAdded, cm.ResourceVersion)
+	h.waitEvent(cmSubj, contract.TypeAdded, cm.ResourceVersion)
 	cm2 := cm.DeepCopy()
 	cm2.Data["k"] = "v2"
 	cm2 = h.updateCM(cm2)
-	h.waitEvent(cmSubj, encode.TypeUpdated, cm2.ResourceVersion)
+	h.waitEvent(cmSubj, contract.TypeUpdated, cm2.ResourceVersion)
 	h.deleteCM(h.ns, "cfg")
 	cmDeletedRV := deletionRV(t, cmWatch)
 
@@ -142,7 +142,7 @@ func TestObjectEvents(t *testing.T) {
 	}
 	defer wWatch.Stop()
 	wSubj := h.prefix + ".e2e.example_com.v1.widgets." + h.ns + ".blue"
-	h.waitEvent(wSubj, encode.TypeAdded, w.GetResourceVersion())
+	h.waitEvent(wSubj, contract.TypeAdded, w.GetResourceVersion())
 	w2 := w.DeepCopy()
 	if err := unstructured.SetNestedField(w2.Object, "red", "spec", "color"); err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestObjectEvents(t *testing.T) {
 	if err != nil {
 		t.Fatalf("update widget: %v", err)
 	}
-	h.waitEvent(wSubj, encode.TypeUpdated, w2.GetResourceVersion())
+	h.waitEvent(wSubj, contract.TypeUpdated, w2.GetResourceVersion())
 	if err := widgets.Delete(ctx, "blue", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete widget: %v", err)
 	}
@@ -178,7 +178,7 @@ func TestObjectEvents(t *testing.T) {
 
 	msgs = h.waitStream("the deletes of cfg and blue", 30*time.Second, func(m []replay.Message) string {
 		for _, s := range []string{cmSubj, wSubj} {
-			if len(ofType(onSubject(m, s), encode.TypeDeleted, "")) == 0 {
+			if len(ofType(onSubject(m, s), contract.TypeDeleted, "")) == 0 {
 				return "no deleted event on " + s
 			}
 		}
@@ -197,7 +197,7 @@ func TestObjectEvents(t *testing.T) {
 		t.Errorf("stream holds %d messages, want 11 (the term marker, 4 snapshot markers, 6 events):\n%s", len(msgs), describe(msgs))
 	}
 	checkUniqueIDs(t, msgs)
-	st := applyAll(t, msgs)
+	st := h.applyAll(t, msgs)
 	checkNoRegressions(t, st)
 	if len(st.Objects) != 0 {
 		t.Errorf("replayed state is not empty after the deletes: %v", st.Objects)

@@ -15,7 +15,7 @@ import (
 	"github.com/kubebridge/kubebridge/internal/cli"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/consume"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // foreignLine is what the bridge logs when it overwrites a foreign message
@@ -50,7 +50,7 @@ func TestForeignMessages(t *testing.T) {
 	h.forgePlain(h.cmSubject(h.ns, "b"))
 	for _, name := range []string{"a", "b"} {
 		cm := h.touchCM(h.ns, name)
-		h.waitEvent(h.cmSubject(h.ns, name), encode.TypeUpdated, cm.ResourceVersion)
+		h.waitEvent(h.cmSubject(h.ns, name), contract.TypeUpdated, cm.ResourceVersion)
 	}
 	if first.exited() {
 		t.Fatalf("the bridge exited: %v", first.state)
@@ -67,7 +67,7 @@ func TestForeignMessages(t *testing.T) {
 	h.forgePlain(h.cmSubject(h.ns, "ghost"))
 	second := h.startBridge(vars)
 	cm := h.touchCM(h.ns, "c")
-	h.waitEvent(h.cmSubject(h.ns, "c"), encode.TypeUpdated, cm.ResourceVersion)
+	h.waitEvent(h.cmSubject(h.ns, "c"), contract.TypeUpdated, cm.ResourceVersion)
 	if second.exited() || second.countLog(fencedLine) > 0 {
 		t.Fatalf("the bridge was fenced by a forged term: %v", second.state)
 	}
@@ -98,11 +98,11 @@ func (h *harness) forgeEvent(subject string) {
 	must(h.t, err)
 	hdr := nats.Header{}
 	for k, v := range last.Header {
-		if strings.HasPrefix(k, "ce-") || k == encode.HeaderContentType {
+		if strings.HasPrefix(k, "ce-") || k == contract.HeaderContentType {
 			hdr[k] = v
 		}
 	}
-	hdr.Set(encode.TermHeader, "99999999")
+	hdr.Set(contract.TermHeader, "99999999")
 	hdr.Set("ce-id", "forged/"+subject)
 	_, err = h.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Header: hdr, Data: last.Data})
 	must(h.t, err)

@@ -25,7 +25,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // cluster is the BRIDGE_CLUSTER_NAME of the bridges the tests start
@@ -433,7 +433,7 @@ func (h *harness) waitEvent(subject, ceType, rv string) {
 	h.t.Helper()
 	h.waitStream(fmt.Sprintf("%s on %s (rv %q)", ceType, subject, rv), 30*time.Second, func(msgs []replay.Message) string {
 		for _, m := range ofType(onSubject(msgs, subject), ceType, "") {
-			if rv == "" || m.Ext(encode.ExtResourceVersion) == rv {
+			if rv == "" || m.Ext(contract.ExtResourceVersion) == rv {
 				return ""
 			}
 		}
@@ -448,10 +448,15 @@ func logOnFailure(t *testing.T, msgs []replay.Message) {
 	}
 }
 
+// subjects are the subjects of the harness's cluster.
+func (h *harness) subjects() contract.Subjects {
+	return contract.Subjects{Prefix: h.prefix, Cluster: h.cluster}
+}
+
 // applyAll replays msgs as the reference consumer does.
-func applyAll(t *testing.T, msgs []replay.Message) *replay.State {
+func (h *harness) applyAll(t *testing.T, msgs []replay.Message) *replay.State {
 	t.Helper()
-	st := replay.NewState(encode.Subjects{})
+	st := replay.NewState(h.subjects())
 	for _, m := range msgs {
 		if err := st.Apply(m); err != nil {
 			t.Fatalf("replay: seq %d %s %s: %v", m.Seq, m.Event.Type(), m.Subject, err)
@@ -461,8 +466,8 @@ func applyAll(t *testing.T, msgs []replay.Message) *replay.State {
 }
 
 // tryApply is applyAll for polling conditions.
-func tryApply(msgs []replay.Message) (*replay.State, error) {
-	st := replay.NewState(encode.Subjects{})
+func (h *harness) tryApply(msgs []replay.Message) (*replay.State, error) {
+	st := replay.NewState(h.subjects())
 	for _, m := range msgs {
 		if err := st.Apply(m); err != nil {
 			return nil, fmt.Errorf("seq %d %s %s: %w", m.Seq, m.Event.Type(), m.Subject, err)
@@ -498,7 +503,7 @@ func onSubject(msgs []replay.Message, subject string) []replay.Message {
 func describe(msgs []replay.Message) string {
 	var b strings.Builder
 	for _, m := range msgs {
-		fmt.Fprintf(&b, "    seq %d %s %s id=%s rv=%s", m.Seq, strings.TrimPrefix(m.Event.Type(), "io.kubebridge."), m.Subject, m.Event.ID(), m.Ext(encode.ExtResourceVersion))
+		fmt.Fprintf(&b, "    seq %d %s %s id=%s rv=%s", m.Seq, strings.TrimPrefix(m.Event.Type(), "io.kubebridge."), m.Subject, m.Event.ID(), m.Ext(contract.ExtResourceVersion))
 		if c, ok := m.Event.Extensions()[replay.ExtCoalesced]; ok {
 			fmt.Fprintf(&b, " coalesced=%v", c)
 		}
@@ -550,7 +555,7 @@ func (h *harness) convergeTo(typ string, want func() map[string]string, extra fu
 	h.t.Helper()
 	var st *replay.State
 	msgs := h.waitStream("the replayed state to equal the apiserver's list", convergeTimeout, func(msgs []replay.Message) string {
-		s, err := tryApply(msgs)
+		s, err := h.tryApply(msgs)
 		if err != nil {
 			return err.Error()
 		}
@@ -601,23 +606,23 @@ func checkSnapshots(t *testing.T, msgs []replay.Message) map[string]int {
 	begun := map[string]bool{}
 	ends := map[string]int{}
 	for _, m := range msgs {
-		id := m.Ext(encode.ExtSnapshotID)
+		id := m.Ext(contract.ExtSnapshotID)
 		switch m.Event.Type() {
-		case encode.TypeSnapshotBegin:
+		case contract.TypeSnapshotBegin:
 			if begun[id] {
 				t.Errorf("seq %d: second begin marker of snapshot %s", m.Seq, id)
 			}
 			begun[id] = true
-		case encode.TypeSnapshotItem:
+		case contract.TypeSnapshotItem:
 			if !begun[id] {
 				t.Errorf("seq %d: item of snapshot %s before its begin marker", m.Seq, id)
 			}
 			items[id]++
-		case encode.TypeSnapshotEnd:
+		case contract.TypeSnapshotEnd:
 			if !begun[id] {
 				t.Errorf("seq %d: end marker of snapshot %s without its begin", m.Seq, id)
 			}
-			if got := m.Ext(encode.ExtSnapshotCount); got != fmt.Sprint(items[id]) {
+			if got := m.Ext(contract.ExtSnapshotCount); got != fmt.Sprint(items[id]) {
 				t.Errorf("seq %d: snapshot %s: snapshotcount %s, but %d items of it in the stream", m.Seq, id, got, items[id])
 			}
 			ends[strings.TrimSuffix(m.Subject, "._snapshot.end")]++
@@ -638,7 +643,7 @@ func objectID(resource, uid, rv, verb string) string {
 
 // termID is the id of a live event whose id without the term is id: the
 // term of the bridge that published it follows.
-func termID(id string, m replay.Message) string { return id + "/" + m.Ext(encode.ExtTerm) }
+func termID(id string, m replay.Message) string { return id + "/" + m.Ext(contract.ExtTerm) }
 
 // cmID is objectID for a ConfigMap.
 func cmID(uid, rv, verb string) string { return objectID("configmaps.v1", uid, rv, verb) }
@@ -657,12 +662,12 @@ func termsOf(t *testing.T, msgs []replay.Message) (terms []uint64, late map[uint
 	t.Helper()
 	var current uint64
 	for _, m := range msgs {
-		if m.Event.Type() == encode.TypeTerm {
+		if m.Event.Type() == contract.TypeTerm {
 			current = m.Seq
 			terms = append(terms, m.Seq)
 			continue
 		}
-		term, err := encode.TermOf(m.Header)
+		term, err := contract.TermOf(m.Header)
 		if err != nil {
 			t.Errorf("seq %d: %v", m.Seq, err)
 			continue
@@ -671,7 +676,7 @@ func termsOf(t *testing.T, msgs []replay.Message) (terms []uint64, late map[uint
 			t.Errorf("seq %d %s %s carries no term", m.Seq, m.Event.Type(), m.Subject)
 		}
 		if term < current {
-			late[m.Seq] = fmt.Sprintf("seq %d %s %s rv %s: term %d after term %d began", m.Seq, m.Event.Type(), m.Subject, m.Ext(encode.ExtResourceVersion), term, current)
+			late[m.Seq] = fmt.Sprintf("seq %d %s %s rv %s: term %d after term %d began", m.Seq, m.Event.Type(), m.Subject, m.Ext(contract.ExtResourceVersion), term, current)
 		}
 	}
 	return terms, late
@@ -696,15 +701,15 @@ func checkUniqueIDs(t *testing.T, msgs []replay.Message) {
 		}
 		seen[id] = m.Seq
 		// <cluster>/<id>, with the cluster that wrote it.
-		if hid := m.Header.Get(encode.HeaderMsgID); hid != m.Ext(encode.ExtCluster)+"/"+id {
+		if hid := m.Header.Get(contract.HeaderMsgID); hid != m.Ext(contract.ExtCluster)+"/"+id {
 			badMsgID = append(badMsgID, fmt.Sprintf("seq %d: Nats-Msg-Id %q, ce-id %q", m.Seq, hid, id))
 		}
 		switch m.Event.Type() {
-		case encode.TypeAdded, encode.TypeUpdated, encode.TypeDeleted:
+		case contract.TypeAdded, contract.TypeUpdated, contract.TypeDeleted:
 			if late[m.Seq] != "" {
 				continue
 			}
-			key := m.Event.Type() + " " + m.Subject + " " + m.Ext(encode.ExtResourceVersion)
+			key := m.Event.Type() + " " + m.Subject + " " + m.Ext(contract.ExtResourceVersion)
 			if prev, ok := change[key]; ok {
 				t.Errorf("change %s stored twice, with ids %s and %s", key, prev, id)
 			}
@@ -729,9 +734,9 @@ func checkSweeps(t *testing.T, msgs []replay.Message, st *replay.State) int {
 	uidOf := map[string]string{} // "subject rv" → uid
 	deleted := map[string]bool{} // uid → a deleted event exists
 	for _, m := range msgs {
-		if uid := m.Ext(encode.ExtUID); uid != "" {
-			uidOf[m.Subject+" "+m.Ext(encode.ExtResourceVersion)] = uid
-			if m.Event.Type() == encode.TypeDeleted {
+		if uid := m.Ext(contract.ExtUID); uid != "" {
+			uidOf[m.Subject+" "+m.Ext(contract.ExtResourceVersion)] = uid
+			if m.Event.Type() == contract.TypeDeleted {
 				deleted[uid] = true
 			}
 		}
@@ -760,9 +765,9 @@ func checkDeletes(t *testing.T, msgs []replay.Message, deleted []string) int {
 	seen := map[string]bool{}
 	gone := map[string]bool{}
 	for _, m := range msgs {
-		if uid := m.Ext(encode.ExtUID); uid != "" {
+		if uid := m.Ext(contract.ExtUID); uid != "" {
 			seen[uid] = true
-			if m.Event.Type() == encode.TypeDeleted {
+			if m.Event.Type() == contract.TypeDeleted {
 				gone[uid] = true
 			}
 		}
@@ -789,7 +794,7 @@ func liveEvents(msgs []replay.Message) []replay.Message {
 	var out []replay.Message
 	for _, m := range msgs {
 		switch m.Event.Type() {
-		case encode.TypeAdded, encode.TypeUpdated, encode.TypeDeleted:
+		case contract.TypeAdded, contract.TypeUpdated, contract.TypeDeleted:
 			out = append(out, m)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestJSConsumer runs examples/js/consume.mjs (nats.js and the CloudEvents
@@ -167,7 +167,7 @@ func jsInstall(t *testing.T, npm string) string {
 func (h *harness) jsTerms() []uint64 {
 	h.t.Helper()
 	var out []uint64
-	for _, m := range h.readFrom(h.prefix+"."+cluster+"."+encode.TermToken, 0) {
+	for _, m := range h.readFrom(h.prefix+"."+cluster+"."+contract.TermToken, 0) {
 		out = append(out, m.Seq)
 	}
 	return out
@@ -183,7 +183,7 @@ func (h *harness) jsPublishLate(name string, term uint64) {
 	id := cmID(uid, "1", "added") + "/" + strconv.FormatUint(term, 10)
 	hdr := nats.Header{}
 	for k, v := range map[string]string{
-		"ce-specversion": "1.0", "ce-id": id, "ce-type": encode.TypeAdded, "ce-time": time.Now().UTC().Format(time.RFC3339Nano),
+		"ce-specversion": "1.0", "ce-id": id, "ce-type": contract.TypeAdded, "ce-time": time.Now().UTC().Format(time.RFC3339Nano),
 		"ce-source": "k8s://" + cluster + "/api/v1/namespaces/" + h.ns + "/configmaps", "ce-subject": h.ns + "/" + name,
 		"ce-datacontenttype": "application/json", "Content-Type": "application/json",
 		"ce-cluster": cluster, "ce-kind": "ConfigMap", "ce-apiversion": "v1", "ce-namespace": h.ns, "ce-name": name,

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestLastPerSubjectAfterRestart: 2,000 objects; the bridge is SIGKILLed;
@@ -71,8 +71,8 @@ func TestLastPerSubjectAfterRestart(t *testing.T) {
 		t.Errorf("last message per subject differs from the apiserver's list: %s", d)
 	}
 	fsu := 0
-	for _, m := range ofType(msgs, encode.TypeDeleted, typ+".") {
-		if m.Ext(encode.ExtFinalStateUnknown) == "true" {
+	for _, m := range ofType(msgs, contract.TypeDeleted, typ+".") {
+		if m.Ext(contract.ExtFinalStateUnknown) == "true" {
 			fsu++
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/consume"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // leafTopology is a hub nats-server holding JetStream (domain hub) and one
@@ -210,13 +210,13 @@ func checkTermsPerCluster(t *testing.T, h *harness) {
 	var global uint64
 	var skippedPer, skippedGlobal int
 	for _, m := range msgs {
-		c := m.Ext(encode.ExtCluster)
-		if m.Event.Type() == encode.TypeTerm {
+		c := m.Ext(contract.ExtCluster)
+		if m.Event.Type() == contract.TypeTerm {
 			perCluster[c] = max(perCluster[c], m.Seq)
 			global = max(global, m.Seq)
 			continue
 		}
-		term, err := encode.TermOf(m.Header)
+		term, err := contract.TermOf(m.Header)
 		must(t, err)
 		if term < perCluster[c] {
 			skippedPer++

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // ledgerTally says how the observed changes reached the stream.
@@ -67,15 +67,15 @@ func checkLedger(t *testing.T, typ string, msgs []replay.Message, changes []obse
 	firstTerm := uint64(0)
 	itemTerms := map[string]map[uint64]bool{} // uid → terms with a snapshot item of it
 	for _, m := range msgs {
-		if m.Event.Type() == encode.TypeTerm && firstTerm == 0 {
+		if m.Event.Type() == contract.TypeTerm && firstTerm == 0 {
 			firstTerm = m.Seq
 		}
-		if !strings.HasPrefix(m.Subject, typ+".") || m.Ext(encode.ExtUID) == "" {
+		if !strings.HasPrefix(m.Subject, typ+".") || m.Ext(contract.ExtUID) == "" {
 			continue
 		}
-		uid := m.Ext(encode.ExtUID)
+		uid := m.Ext(contract.ExtUID)
 		stream[uid] = append(stream[uid], m)
-		if m.Event.Type() == encode.TypeSnapshotItem {
+		if m.Event.Type() == contract.TypeSnapshotItem {
 			if itemTerms[uid] == nil {
 				itemTerms[uid] = map[uint64]bool{}
 			}
@@ -101,15 +101,15 @@ func checkLedger(t *testing.T, typ string, msgs []replay.Message, changes []obse
 		how := make([]*int, len(obs))
 		deleted := false
 		for i, m := range ms {
-			if m.Event.Type() == encode.TypeDeleted {
+			if m.Event.Type() == contract.TypeDeleted {
 				deleted = true
 			}
 			if !isLiveChange(m) {
 				continue
 			}
-			j, ok := index[m.Ext(encode.ExtResourceVersion)]
+			j, ok := index[m.Ext(contract.ExtResourceVersion)]
 			if !ok {
-				problem("seq %d %s %s uid %s: rv %s is no change the apiserver reported for that uid", m.Seq, m.Event.Type(), m.Subject, uid, m.Ext(encode.ExtResourceVersion))
+				problem("seq %d %s %s uid %s: rv %s is no change the apiserver reported for that uid", m.Seq, m.Event.Type(), m.Subject, uid, m.Ext(contract.ExtResourceVersion))
 				continue
 			}
 			n, err := m.Coalesced()
@@ -119,7 +119,7 @@ func checkLedger(t *testing.T, typ string, msgs []replay.Message, changes []obse
 			}
 			since := 0
 			if i > 0 {
-				if k, ok := index[ms[i-1].Ext(encode.ExtResourceVersion)]; ok {
+				if k, ok := index[ms[i-1].Ext(contract.ExtResourceVersion)]; ok {
 					since = k + 1
 				}
 			}
@@ -144,14 +144,14 @@ func checkLedger(t *testing.T, typ string, msgs []replay.Message, changes []obse
 			}
 			next := -1
 			for i, m := range ms {
-				if isFinalStateUnknown(m) || cmpRV(m.Ext(encode.ExtResourceVersion), c.rv) >= 0 {
+				if isFinalStateUnknown(m) || cmpRV(m.Ext(contract.ExtResourceVersion), c.rv) >= 0 {
 					next = i
 					break
 				}
 			}
 			switch {
 			case next < 0:
-			case ms[next].Event.Type() == encode.TypeSnapshotItem || isFinalStateUnknown(ms[next]):
+			case ms[next].Event.Type() == contract.TypeSnapshotItem || isFinalStateUnknown(ms[next]):
 				if next > 0 && termOf(ms[next]) != termOf(ms[next-1]) {
 					how[k] = &tally.handover
 				} else {
@@ -160,7 +160,7 @@ func checkLedger(t *testing.T, typ string, msgs []replay.Message, changes []obse
 			case next > 0 && termOf(ms[next]) != termOf(ms[next-1]):
 				how[k] = &tally.handover
 			case next == 0 && termOf(ms[0]) != firstTerm &&
-				(itemTerms[uid][termOf(ms[0])] || (ms[len(ms)-1].Event.Type() == encode.TypeDeleted && termOf(ms[len(ms)-1]) == termOf(ms[0]))):
+				(itemTerms[uid][termOf(ms[0])] || (ms[len(ms)-1].Event.Type() == contract.TypeDeleted && termOf(ms[len(ms)-1]) == termOf(ms[0]))):
 				how[k] = &tally.handover
 			}
 			if how[k] == nil {
@@ -194,24 +194,24 @@ func checkLedger(t *testing.T, typ string, msgs []replay.Message, changes []obse
 
 func isLiveChange(m replay.Message) bool {
 	switch m.Event.Type() {
-	case encode.TypeAdded, encode.TypeUpdated:
+	case contract.TypeAdded, contract.TypeUpdated:
 		return true
-	case encode.TypeDeleted:
+	case contract.TypeDeleted:
 		return !isFinalStateUnknown(m)
 	}
 	return false
 }
 
 func isFinalStateUnknown(m replay.Message) bool {
-	return m.Event.Type() == encode.TypeDeleted && m.Ext(encode.ExtFinalStateUnknown) == "true"
+	return m.Event.Type() == contract.TypeDeleted && m.Ext(contract.ExtFinalStateUnknown) == "true"
 }
 
 // termOf is the term a message was published in (0: none).
 func termOf(m replay.Message) uint64 {
-	if m.Event.Type() == encode.TypeTerm {
+	if m.Event.Type() == contract.TypeTerm {
 		return m.Seq
 	}
-	t, _ := encode.TermOf(m.Header)
+	t, _ := contract.TermOf(m.Header)
 	return t
 }
 
@@ -228,7 +228,7 @@ func cmpRV(a, b string) int {
 func describeBrief(msgs []replay.Message) string {
 	var parts []string
 	for _, m := range msgs {
-		s := fmt.Sprintf("seq %d %s rv %s term %d", m.Seq, strings.TrimPrefix(m.Event.Type(), "io.kubebridge."), m.Ext(encode.ExtResourceVersion), termOf(m))
+		s := fmt.Sprintf("seq %d %s rv %s term %d", m.Seq, strings.TrimPrefix(m.Event.Type(), "io.kubebridge."), m.Ext(contract.ExtResourceVersion), termOf(m))
 		if n, ok := m.Event.Extensions()[replay.ExtCoalesced]; ok {
 			s += fmt.Sprintf(" coalesced %v", n)
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestOversizeObject publishes objects larger than the NATS max payload:
@@ -43,7 +43,7 @@ func TestOversizeObject(t *testing.T) {
 	}
 	bigCM := h.createCM(h.ns, "big", nil, big)
 	// The update waits for the added event, so the two are not merged.
-	h.waitEvent(h.cmSubject(h.ns, "big"), encode.TypeAdded, bigCM.ResourceVersion)
+	h.waitEvent(h.cmSubject(h.ns, "big"), contract.TypeAdded, bigCM.ResourceVersion)
 	big2 := bigCM.DeepCopy()
 	big2.Data["more"] = "x"
 	big2 = h.updateCM(big2)
@@ -61,7 +61,7 @@ func TestOversizeObject(t *testing.T) {
 	}
 	check := func(what string, m replay.Message, keys []string, want map[string]meta) {
 		t.Helper()
-		checkEq(t, what+" truncated", m.Ext(encode.ExtTruncated), "true")
+		checkEq(t, what+" truncated", m.Ext(contract.ExtTruncated), "true")
 		if len(m.Data) > maxPayload {
 			t.Errorf("%s: %d bytes of data", what, len(m.Data))
 		}
@@ -112,18 +112,18 @@ func TestOversizeObject(t *testing.T) {
 		}
 		return got[0]
 	}
-	m := one(encode.TypeSnapshotItem, "big-before")
+	m := one(contract.TypeSnapshotItem, "big-before")
 	check("big-before item", m, []string{"object"}, map[string]meta{"object": {"big-before", h.ns, string(bigBefore.UID), bigBefore.ResourceVersion}})
-	m = one(encode.TypeAdded, "big")
+	m = one(contract.TypeAdded, "big")
 	check("big added", m, []string{"object"}, map[string]meta{"object": {"big", h.ns, string(bigCM.UID), bigCM.ResourceVersion}})
-	m = one(encode.TypeUpdated, "big")
+	m = one(contract.TypeUpdated, "big")
 	check("big updated", m, []string{"object", "oldObject"}, map[string]meta{
 		"object":    {"big", h.ns, string(bigCM.UID), big2.ResourceVersion},
 		"oldObject": {"big", h.ns, string(bigCM.UID), bigCM.ResourceVersion},
 	})
-	m = one(encode.TypeAdded, "small")
-	if _, ok := m.Event.Extensions()[encode.ExtTruncated]; ok || !strings.Contains(string(m.Data), `"k":"v"`) {
-		t.Errorf("small configmap: truncated=%v, data %s", m.Event.Extensions()[encode.ExtTruncated], m.Data)
+	m = one(contract.TypeAdded, "small")
+	if _, ok := m.Event.Extensions()[contract.ExtTruncated]; ok || !strings.Contains(string(m.Data), `"k":"v"`) {
+		t.Errorf("small configmap: truncated=%v, data %s", m.Event.Extensions()[contract.ExtTruncated], m.Data)
 	}
 	checkEq(t, "small id", m.Event.ID(), termID(cmID(string(small.UID), small.ResourceVersion, "added"), m))
 	if n := b.countLog("Object exceeds the message size limit"); n != 3 {
@@ -160,7 +160,7 @@ func TestMaxPayloadShrinksWhileRunning(t *testing.T) {
 	typ := h.cmType()
 	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
 	msgs := h.waitStream("two periodic snapshots after the changes", convergeTimeout, func(m []replay.Message) string {
-		s, err := tryApply(m)
+		s, err := h.tryApply(m)
 		if err != nil {
 			return err.Error()
 		}
@@ -169,14 +169,14 @@ func TestMaxPayloadShrinksWhileRunning(t *testing.T) {
 		}
 		return ""
 	})
-	st := applyAll(t, msgs)
+	st := h.applyAll(t, msgs)
 	if d := diffState(stateOf(st, typ), want); d != "" {
 		t.Errorf("the replayed state differs from the apiserver's list: %s", d)
 	}
 	checkSnapshots(t, msgs)
 	checkNoRegressions(t, st)
-	added := ofType(onSubject(msgs, h.cmSubject(h.ns, "big")), encode.TypeAdded, "")
-	if len(added) != 1 || added[0].Ext(encode.ExtTruncated) != "true" || added[0].Ext(encode.ExtResourceVersion) != bigCM.ResourceVersion {
+	added := ofType(onSubject(msgs, h.cmSubject(h.ns, "big")), contract.TypeAdded, "")
+	if len(added) != 1 || added[0].Ext(contract.ExtTruncated) != "true" || added[0].Ext(contract.ExtResourceVersion) != bigCM.ResourceVersion {
 		t.Errorf("want one truncated added event for big:\n%s", describe(onSubject(msgs, h.cmSubject(h.ns, "big"))))
 	}
 }

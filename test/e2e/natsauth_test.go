@@ -25,7 +25,7 @@ import (
 	"github.com/kubebridge/kubebridge/internal/cli"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/consume"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestNATSLeastPrivilege runs a NATS server with the configuration of
@@ -68,7 +68,7 @@ func TestNATSLeastPrivilege(t *testing.T) {
 	first := h.startBridge(vars)
 	h.createCM(h.ns, "f", nil, map[string]string{"k": "f"})
 	cm := h.touchCM(h.ns, "f")
-	h.waitEvent(h.cmSubject(h.ns, "f"), encode.TypeUpdated, cm.ResourceVersion)
+	h.waitEvent(h.cmSubject(h.ns, "f"), contract.TypeUpdated, cm.ResourceVersion)
 	first.stop()
 
 	// Deletes made while no bridge runs: the next one finds them by
@@ -77,7 +77,7 @@ func TestNATSLeastPrivilege(t *testing.T) {
 	h.deleteCM(h.ns, "b")
 	second := h.startBridge(vars)
 	for _, name := range []string{"a", "b"} {
-		h.waitEvent(h.cmSubject(h.ns, name), encode.TypeDeleted, "")
+		h.waitEvent(h.cmSubject(h.ns, name), contract.TypeDeleted, "")
 	}
 	if n := second.scrape().sum("kubebridge_missed_deletes_total"); n != 2 {
 		t.Errorf("kubebridge_missed_deletes_total %v, want 2", n)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestForbiddenType runs the bridge as a ServiceAccount that may get,
@@ -46,18 +46,18 @@ func TestForbiddenType(t *testing.T) {
 
 	cmType, secType := h.cmType(), h.typeSubject("", "v1", "secrets")
 	msgs := h.waitStream("the configmaps' start-up snapshot", readyTimeout, func(m []replay.Message) string {
-		if len(ofType(m, encode.TypeSnapshotEnd, cmType+".")) == 0 {
+		if len(ofType(m, contract.TypeSnapshotEnd, cmType+".")) == 0 {
 			return "no end marker for configmaps"
 		}
 		return ""
 	})
 	ends := checkSnapshots(t, msgs)
-	if ends[cmType] != 1 || len(ofType(msgs, encode.TypeSnapshotItem, cmType+".")) != 3 {
+	if ends[cmType] != 1 || len(ofType(msgs, contract.TypeSnapshotItem, cmType+".")) != 3 {
 		t.Errorf("want one configmaps snapshot of 3 items:\n%s", describe(msgs))
 	}
 	// Live events of the allowed type flow too.
 	late := h.createCM(h.ns, "late", nil, map[string]string{"k": "late"})
-	h.waitEvent(h.cmSubject(h.ns, "late"), encode.TypeAdded, late.ResourceVersion)
+	h.waitEvent(h.cmSubject(h.ns, "late"), contract.TypeAdded, late.ResourceVersion)
 
 	code, body, err := b.get("/readyz")
 	if err != nil {
@@ -94,7 +94,7 @@ func TestForbiddenType(t *testing.T) {
 		t.Fatalf("the bridge exited: %v", b.state)
 	}
 	msgs = h.mustRead()
-	if got := ofType(msgs, encode.TypeSnapshotBegin, secType+"."); len(got) > 0 {
+	if got := ofType(msgs, contract.TypeSnapshotBegin, secType+"."); len(got) > 0 {
 		t.Errorf("a secrets snapshot began although the bridge cannot list secrets:\n%s", describe(got))
 	}
 	checkUniqueIDs(t, msgs)

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // probeOf returns the pod's probe of kind.
@@ -201,9 +201,9 @@ func (r *rehearsal) checkChanges(leader *rehearsalPod) string {
 	dep, err := deps.Create(r.ctx, webDeployment(), metav1.CreateOptions{})
 	must(t, err)
 	r.waitChanges(ns, prefix, []expectedEvent{
-		{cmSubj, encode.TypeAdded, cm.ResourceVersion, "ConfigMap", "settings"},
-		{svcSubj, encode.TypeAdded, svc.ResourceVersion, "Service", "web"},
-		{depSubj, encode.TypeAdded, dep.ResourceVersion, "Deployment", "web"},
+		{cmSubj, contract.TypeAdded, cm.ResourceVersion, "ConfigMap", "settings"},
+		{svcSubj, contract.TypeAdded, svc.ResourceVersion, "Service", "web"},
+		{depSubj, contract.TypeAdded, dep.ResourceVersion, "Deployment", "web"},
 	})
 
 	cm.Data["mode"] = "b"
@@ -216,18 +216,18 @@ func (r *rehearsal) checkChanges(leader *rehearsalPod) string {
 	dep2, err := deps.Update(r.ctx, dep, metav1.UpdateOptions{})
 	must(t, err)
 	r.waitChanges(ns, prefix, []expectedEvent{
-		{cmSubj, encode.TypeUpdated, cm2.ResourceVersion, "ConfigMap", "settings"},
-		{svcSubj, encode.TypeUpdated, svc2.ResourceVersion, "Service", "web"},
-		{depSubj, encode.TypeUpdated, dep2.ResourceVersion, "Deployment", "web"},
+		{cmSubj, contract.TypeUpdated, cm2.ResourceVersion, "ConfigMap", "settings"},
+		{svcSubj, contract.TypeUpdated, svc2.ResourceVersion, "Service", "web"},
+		{depSubj, contract.TypeUpdated, dep2.ResourceVersion, "Deployment", "web"},
 	})
 
 	must(t, cms.Delete(r.ctx, "settings", metav1.DeleteOptions{}))
 	must(t, svcs.Delete(r.ctx, "web", metav1.DeleteOptions{}))
 	must(t, deps.Delete(r.ctx, "web", metav1.DeleteOptions{}))
 	r.waitChanges(ns, prefix, []expectedEvent{
-		{cmSubj, encode.TypeDeleted, "", "ConfigMap", "settings"},
-		{svcSubj, encode.TypeDeleted, "", "Service", "web"},
-		{depSubj, encode.TypeDeleted, "", "Deployment", "web"},
+		{cmSubj, contract.TypeDeleted, "", "ConfigMap", "settings"},
+		{svcSubj, contract.TypeDeleted, "", "Service", "web"},
+		{depSubj, contract.TypeDeleted, "", "Deployment", "web"},
 	})
 	t.Logf("created, updated and deleted a ConfigMap, a Service and a Deployment: each change's event is on %s.*.*.*.%s.*", prefix, ns)
 	return ns
@@ -272,7 +272,7 @@ func (r *rehearsal) waitChanges(ns, prefix string, want []expectedEvent) []repla
 		if data.Object["kind"] != c.kind || meta["name"] != c.name || meta["namespace"] != ns {
 			t.Errorf("%s on %s: object kind %v, name %v/%v; want %s %s/%s", c.ceType, c.subject, data.Object["kind"], meta["namespace"], meta["name"], c.kind, ns, c.name)
 		}
-		if (c.ceType == encode.TypeUpdated) != (data.OldObject != nil) {
+		if (c.ceType == contract.TypeUpdated) != (data.OldObject != nil) {
 			t.Errorf("%s on %s: oldObject %v", c.ceType, c.subject, data.OldObject != nil)
 		}
 	}
@@ -280,7 +280,7 @@ func (r *rehearsal) waitChanges(ns, prefix string, want []expectedEvent) []repla
 }
 
 func (c expectedEvent) matches(m replay.Message) bool {
-	return m.Subject == c.subject && m.Event.Type() == c.ceType && (c.rv == "" || m.Ext(encode.ExtResourceVersion) == c.rv)
+	return m.Subject == c.subject && m.Event.Type() == c.ceType && (c.rv == "" || m.Ext(contract.ExtResourceVersion) == c.rv)
 }
 
 // checkTakeover SIGKILLs the leader: the standby takes the Lease when it
@@ -306,8 +306,8 @@ func (r *rehearsal) checkTakeover(leader, standby *rehearsalPod, ns string) {
 	cm, err := r.cs.CoreV1().ConfigMaps(ns).Create(r.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-takeover"}}, metav1.CreateOptions{})
 	must(t, err)
 	prefix := cfg.SubjectPrefix + "." + cfg.ClusterName
-	msgs := r.waitChanges(ns, prefix, []expectedEvent{{prefix + ".core.v1.configmaps." + ns + ".after-takeover", encode.TypeAdded, cm.ResourceVersion, "ConfigMap", "after-takeover"}})
-	if term := msgs[len(msgs)-1].Ext(encode.ExtTerm); term != strconv.FormatFloat(newTerm, 'f', -1, 64) {
+	msgs := r.waitChanges(ns, prefix, []expectedEvent{{prefix + ".core.v1.configmaps." + ns + ".after-takeover", contract.TypeAdded, cm.ResourceVersion, "ConfigMap", "after-takeover"}})
+	if term := msgs[len(msgs)-1].Ext(contract.ExtTerm); term != strconv.FormatFloat(newTerm, 'f', -1, 64) {
 		t.Errorf("the change after the takeover is in term %s, want %v", term, newTerm)
 	}
 	t.Logf("SIGKILL of %s: %s led %v later (BRIDGE_LEASE_DURATION %v), term %v -> %v", leader.spec.name, standby.spec.name, took.Round(time.Millisecond), cfg.LeaseDuration, oldTerm, newTerm)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestRelistAfterCompaction makes the bridge's informer hit "410 Gone: too
@@ -47,7 +47,7 @@ func TestRelistAfterCompaction(t *testing.T) {
 	k0.Data["v"] = "1"
 	keep[0] = h.updateCM(k0)
 	h.waitStream("the update of keep-0", 30*time.Second, func(m []replay.Message) string {
-		if len(ofType(m, encode.TypeUpdated, h.cmSubject(h.ns, "keep-0"))) == 0 {
+		if len(ofType(m, contract.TypeUpdated, h.cmSubject(h.ns, "keep-0"))) == 0 {
 			return "no updated event for keep-0"
 		}
 		return ""
@@ -118,29 +118,29 @@ func TestRelistAfterCompaction(t *testing.T) {
 
 	// Deletes of the gap can only be known from the relist.
 	for _, name := range []string{"keep-1", "keep-2"} {
-		dels := ofType(onSubject(msgs, h.cmSubject(h.ns, name)), encode.TypeDeleted, "")
+		dels := ofType(onSubject(msgs, h.cmSubject(h.ns, name)), contract.TypeDeleted, "")
 		if len(dels) != 1 {
 			t.Errorf("%d deleted events for %s, want 1", len(dels), name)
 			continue
 		}
-		checkEq(t, name+" finalstateunknown", dels[0].Ext(encode.ExtFinalStateUnknown), "true")
+		checkEq(t, name+" finalstateunknown", dels[0].Ext(contract.ExtFinalStateUnknown), "true")
 		checkEq(t, name+" deleted id", dels[0].Event.ID(), termID(cmID(string(keep[nameIndex(name)].UID), keep[nameIndex(name)].ResourceVersion, "deleted"), dels[0]))
 	}
 	for _, x := range []struct{ name, typ string }{
-		{"keep-3", encode.TypeUpdated}, {"gap-new", encode.TypeAdded}, {"keep-4", encode.TypeUpdated}, {"post-new", encode.TypeAdded},
+		{"keep-3", contract.TypeUpdated}, {"gap-new", contract.TypeAdded}, {"keep-4", contract.TypeUpdated}, {"post-new", contract.TypeAdded},
 	} {
 		subj := h.cmSubject(h.ns, x.name)
 		evs := ofType(onSubject(msgs, subj), x.typ, "")
-		if len(evs) != 1 || evs[0].Ext(encode.ExtResourceVersion) != want[subj] {
+		if len(evs) != 1 || evs[0].Ext(contract.ExtResourceVersion) != want[subj] {
 			t.Errorf("%s: want one %s event at rv %s; events on it:\n%s", x.name, x.typ, want[subj], describe(onSubject(msgs, subj)))
 		}
 	}
-	if d := ofType(onSubject(msgs, h.cmSubject(h.ns, "keep-5")), encode.TypeDeleted, ""); len(d) != 1 {
+	if d := ofType(onSubject(msgs, h.cmSubject(h.ns, "keep-5")), contract.TypeDeleted, ""); len(d) != 1 {
 		t.Errorf("%d deleted events for keep-5, want 1", len(d))
 	} else {
-		t.Logf("keep-5 (deleted through the API after the restart): finalstateunknown=%q", d[0].Ext(encode.ExtFinalStateUnknown))
+		t.Logf("keep-5 (deleted through the API after the restart): finalstateunknown=%q", d[0].Ext(contract.ExtFinalStateUnknown))
 	}
-	upd := ofType(onSubject(msgs, h.cmSubject(h.ns, "keep-3")), encode.TypeUpdated, "")
+	upd := ofType(onSubject(msgs, h.cmSubject(h.ns, "keep-3")), contract.TypeUpdated, "")
 	if len(upd) == 1 {
 		var d struct{ Object, OldObject corev1.ConfigMap }
 		if err := json.Unmarshal(upd[0].Data, &d); err != nil {
@@ -207,7 +207,7 @@ func TestRecreateAcrossRelist(t *testing.T) {
 	other = other.DeepCopy()
 	other.Data["v"] = "1"
 	other = h.updateCM(other)
-	h.waitEvent(h.cmSubject(h.ns, "other"), encode.TypeUpdated, other.ResourceVersion)
+	h.waitEvent(h.cmSubject(h.ns, "other"), contract.TypeUpdated, other.ResourceVersion)
 
 	env.KillAPIServer()
 	t.Log("kube-apiserver killed")
@@ -258,7 +258,7 @@ func TestRecreateAcrossRelist(t *testing.T) {
 	}
 
 	// No event anywhere pairs two uids.
-	for _, m := range ofType(msgs, encode.TypeUpdated, "") {
+	for _, m := range ofType(msgs, contract.TypeUpdated, "") {
 		var d struct{ Object, OldObject metav1.PartialObjectMetadata }
 		if err := json.Unmarshal(m.Data, &d); err != nil {
 			t.Fatalf("seq %d: %v", m.Seq, err)
@@ -272,7 +272,7 @@ func TestRecreateAcrossRelist(t *testing.T) {
 	// then added of the new one.
 	var got []string
 	for _, m := range onSubject(msgs, h.cmSubject(h.ns, "phoenix")) {
-		got = append(got, strings.TrimPrefix(m.Event.Type(), "io.kubebridge.")+" "+m.Ext(encode.ExtUID))
+		got = append(got, strings.TrimPrefix(m.Event.Type(), "io.kubebridge.")+" "+m.Ext(contract.ExtUID))
 	}
 	wantSeq := []string{
 		"snapshot.item " + string(old.UID),
@@ -282,11 +282,11 @@ func TestRecreateAcrossRelist(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(wantSeq, "\n") {
 		t.Errorf("events on phoenix:\n    %s\nwant:\n    %s", strings.Join(got, "\n    "), strings.Join(wantSeq, "\n    "))
 	}
-	if dels := ofType(onSubject(msgs, h.cmSubject(h.ns, "phoenix")), encode.TypeDeleted, ""); len(dels) == 1 {
-		checkEq(t, "deleted finalstateunknown", dels[0].Ext(encode.ExtFinalStateUnknown), "true")
+	if dels := ofType(onSubject(msgs, h.cmSubject(h.ns, "phoenix")), contract.TypeDeleted, ""); len(dels) == 1 {
+		checkEq(t, "deleted finalstateunknown", dels[0].Ext(contract.ExtFinalStateUnknown), "true")
 		checkEq(t, "deleted id", dels[0].Event.ID(), termID(cmID(string(old.UID), old.ResourceVersion, "deleted"), dels[0]))
 	}
-	if adds := ofType(onSubject(msgs, h.cmSubject(h.ns, "phoenix")), encode.TypeAdded, ""); len(adds) == 1 {
+	if adds := ofType(onSubject(msgs, h.cmSubject(h.ns, "phoenix")), contract.TypeAdded, ""); len(adds) == 1 {
 		checkEq(t, "added id", adds[0].Event.ID(), termID(cmID(string(reborn.UID), cur.ResourceVersion, "added"), adds[0]))
 		if !strings.Contains(string(adds[0].Data), `"v":"new"`) {
 			t.Errorf("added data is not the new object: %s", adds[0].Data)

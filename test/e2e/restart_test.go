@@ -7,7 +7,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestRestartAfterSIGKILL kills the bridge while objects keep changing,
@@ -52,12 +52,12 @@ func TestRestartAfterSIGKILL(t *testing.T) {
 	msgs, st := h.settle(c, typ, 2, "the second bridge's start-up snapshot")
 	b2.stop()
 
-	begins := ofType(msgs, encode.TypeSnapshotBegin, typ+".")
+	begins := ofType(msgs, contract.TypeSnapshotBegin, typ+".")
 	if len(begins) != 2 {
 		t.Fatalf("%d snapshots, want 2 (one per start):\n%s", len(begins), describe(begins))
 	}
-	sid2 := begins[1].Ext(encode.ExtSnapshotID)
-	if sid2 == begins[0].Ext(encode.ExtSnapshotID) {
+	sid2 := begins[1].Ext(contract.ExtSnapshotID)
+	if sid2 == begins[0].Ext(contract.ExtSnapshotID) {
 		t.Errorf("both starts used snapshot id %s", sid2)
 	}
 
@@ -65,10 +65,10 @@ func TestRestartAfterSIGKILL(t *testing.T) {
 	// restart, with the last state the stream held and finalstateunknown,
 	// before the new start-up snapshot's end.
 	delSubj := h.cmSubject(h.ns, "fixed-del")
-	dels := ofType(onSubject(msgs, delSubj), encode.TypeDeleted, "")
-	if len(dels) != 1 || dels[0].Ext(encode.ExtResourceVersion) != del.ResourceVersion || dels[0].Ext(encode.ExtFinalStateUnknown) != "true" {
+	dels := ofType(onSubject(msgs, delSubj), contract.TypeDeleted, "")
+	if len(dels) != 1 || dels[0].Ext(contract.ExtResourceVersion) != del.ResourceVersion || dels[0].Ext(contract.ExtFinalStateUnknown) != "true" {
 		t.Errorf("want one deleted event for %s at rv %s with finalstateunknown:\n%s", delSubj, del.ResourceVersion, describe(dels))
-	} else if dels[0].Seq > ofType(msgs, encode.TypeSnapshotEnd, typ+".")[1].Seq {
+	} else if dels[0].Seq > ofType(msgs, contract.TypeSnapshotEnd, typ+".")[1].Seq {
 		t.Errorf("the missed delete of %s came after the restart's snapshot end", delSubj)
 	}
 	if slices.Contains(st.Swept, delSubj+" "+del.ResourceVersion) {
@@ -83,7 +83,7 @@ func TestRestartAfterSIGKILL(t *testing.T) {
 			t.Errorf("no snapshot item %s:\n%s", wantID, describe(on))
 		}
 		for _, m := range on {
-			if typ := m.Event.Type(); (typ == encode.TypeAdded || typ == encode.TypeUpdated) && m.Ext(encode.ExtResourceVersion) == x.rv {
+			if typ := m.Event.Type(); (typ == contract.TypeAdded || typ == contract.TypeUpdated) && m.Ext(contract.ExtResourceVersion) == x.rv {
 				t.Errorf("seq %d: %s for %s at rv %s, a change made while the bridge was down", m.Seq, typ, x.name, x.rv)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestRollingUpdate replaces both replicas of a leader-elected pair while
@@ -265,7 +265,7 @@ func (r *rollout) checkTerms(msgs []replay.Message) {
 	var term uint64
 	wrong := 0
 	for _, m := range msgs {
-		if m.Event.Type() == encode.TypeTerm {
+		if m.Event.Type() == contract.TypeTerm {
 			markers = append(markers, m)
 			term = m.Seq
 			continue

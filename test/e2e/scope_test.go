@@ -13,7 +13,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestScope checks what a bridge watches: only its namespaces, only
@@ -57,25 +57,25 @@ func TestScope(t *testing.T) {
 			return ""
 		})
 		for _, m := range msgs {
-			if strings.Contains(m.Subject, "."+other+".") || m.Ext(encode.ExtNamespace) == other || strings.Contains(string(m.Data), other) {
+			if strings.Contains(m.Subject, "."+other+".") || m.Ext(contract.ExtNamespace) == other || strings.Contains(string(m.Data), other) {
 				t.Errorf("seq %d %s %s: object of namespace %s, which the bridge does not watch", m.Seq, m.Event.Type(), m.Subject, other)
 			}
 		}
 		for _, typ := range []string{cmType, depType} {
-			if got := len(ofType(msgs, encode.TypeSnapshotBegin, typ+".")); got != 1 {
+			if got := len(ofType(msgs, contract.TypeSnapshotBegin, typ+".")); got != 1 {
 				t.Errorf("%d start-up snapshots of %s, want 1 (one informer per type)", got, typ)
 			}
 		}
 		// Exactly: a snapshot item and an added event for each type.
 		want := map[string]string{
-			h.cmSubject(h.ns, "before"):   encode.TypeSnapshotItem,
-			h.cmSubject(h.ns, "after"):    encode.TypeAdded,
-			depType + "." + h.ns + ".web": encode.TypeSnapshotItem,
-			depType + "." + h.ns + ".api": encode.TypeAdded,
+			h.cmSubject(h.ns, "before"):   contract.TypeSnapshotItem,
+			h.cmSubject(h.ns, "after"):    contract.TypeAdded,
+			depType + "." + h.ns + ".web": contract.TypeSnapshotItem,
+			depType + "." + h.ns + ".api": contract.TypeAdded,
 		}
 		var objs []replay.Message
 		for _, m := range msgs {
-			if m.Event.Type() != encode.TypeSnapshotBegin && m.Event.Type() != encode.TypeSnapshotEnd && m.Event.Type() != encode.TypeTerm {
+			if m.Event.Type() != contract.TypeSnapshotBegin && m.Event.Type() != contract.TypeSnapshotEnd && m.Event.Type() != contract.TypeTerm {
 				objs = append(objs, m)
 			}
 		}
@@ -89,8 +89,8 @@ func TestScope(t *testing.T) {
 		}
 		dep := onSubject(msgs, depType+"."+h.ns+".api")
 		if len(dep) == 1 {
-			checkEq(t, "deployment kind", dep[0].Ext(encode.ExtKind), "Deployment")
-			checkEq(t, "deployment apiversion", dep[0].Ext(encode.ExtAPIVersion), "apps/v1")
+			checkEq(t, "deployment kind", dep[0].Ext(contract.ExtKind), "Deployment")
+			checkEq(t, "deployment apiversion", dep[0].Ext(contract.ExtAPIVersion), "apps/v1")
 			checkEq(t, "deployment source", dep[0].Event.Source(), "k8s://e2e/apis/apps/v1/namespaces/"+h.ns+"/deployments")
 		}
 	})
@@ -115,17 +115,17 @@ func TestScope(t *testing.T) {
 		sel := metav1.ListOptions{LabelSelector: "team=a"}
 		msgs, _ := h.convergeTo(h.cmType(), func() map[string]string { return h.listConfigMaps(h.ns, sel) }, nil)
 		for _, m := range msgs {
-			switch m.Ext(encode.ExtName) {
+			switch m.Ext(contract.ExtName) {
 			case "b2", "none":
 				t.Errorf("seq %d %s for %s, which never matched team=a", m.Seq, m.Event.Type(), m.Subject)
 			}
 		}
 		defer logOnFailure(t, msgs)
 		// a1 leaving the selection is a delete, b1 entering it an add.
-		if len(ofType(onSubject(msgs, h.cmSubject(h.ns, "a1")), encode.TypeDeleted, "")) != 1 {
+		if len(ofType(onSubject(msgs, h.cmSubject(h.ns, "a1")), contract.TypeDeleted, "")) != 1 {
 			t.Errorf("a1 left the selection without a deleted event")
 		}
-		if len(ofType(onSubject(msgs, h.cmSubject(h.ns, "b1")), encode.TypeAdded, "")) != 1 {
+		if len(ofType(onSubject(msgs, h.cmSubject(h.ns, "b1")), contract.TypeAdded, "")) != 1 {
 			t.Errorf("b1 entered the selection without an added event")
 		}
 	})
@@ -143,17 +143,17 @@ func TestScope(t *testing.T) {
 		keep.Data["k"] = "2"
 		h.updateCM(keep)
 		msgs := h.waitStream("the update of keep", 30*time.Second, func(m []replay.Message) string {
-			if len(ofType(m, encode.TypeUpdated, h.cmSubject(h.ns, "keep"))) == 0 {
+			if len(ofType(m, contract.TypeUpdated, h.cmSubject(h.ns, "keep"))) == 0 {
 				return "no updated event for keep"
 			}
 			return ""
 		})
 		for _, m := range msgs {
-			if n := m.Ext(encode.ExtName); n != "" && n != "keep" {
+			if n := m.Ext(contract.ExtName); n != "" && n != "keep" {
 				t.Errorf("seq %d %s for %s, which does not match metadata.name=keep", m.Seq, m.Event.Type(), m.Subject)
 			}
 		}
-		if len(ofType(msgs, encode.TypeSnapshotItem, "")) != 1 {
+		if len(ofType(msgs, contract.TypeSnapshotItem, "")) != 1 {
 			t.Errorf("start-up snapshot does not hold exactly keep:\n%s", describe(msgs))
 		}
 	})

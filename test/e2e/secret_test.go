@@ -15,7 +15,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestSecretsRedacted publishes Secrets through all four paths (snapshot
@@ -61,7 +61,7 @@ func TestSecretsRedacted(t *testing.T) {
 	}
 	// The update waits for the added event, so the two are not merged
 	// into one added event (the test wants all four kinds).
-	h.waitEvent(typ+"."+h.ns+".live", encode.TypeAdded, s.ResourceVersion)
+	h.waitEvent(typ+"."+h.ns+".live", contract.TypeAdded, s.ResourceVersion)
 	s = s.DeepCopy()
 	s.Data["password"] = []byte(secretValue("pw2"))
 	s.Data["extra"] = []byte(secretValue("extra"))
@@ -73,7 +73,7 @@ func TestSecretsRedacted(t *testing.T) {
 	}
 
 	msgs := h.waitStream("all four kinds of secret events", 30*time.Second, func(m []replay.Message) string {
-		for _, want := range []string{encode.TypeSnapshotItem, encode.TypeAdded, encode.TypeUpdated, encode.TypeDeleted} {
+		for _, want := range []string{contract.TypeSnapshotItem, contract.TypeAdded, contract.TypeUpdated, contract.TypeDeleted} {
 			if len(ofType(m, want, typ+".")) == 0 {
 				return "no " + want
 			}
@@ -111,7 +111,7 @@ func TestSecretsRedacted(t *testing.T) {
 	// The data of each event: keys with null values, no last-applied
 	// annotation.
 	for _, m := range msgs {
-		if len(m.Data) == 0 || m.Event.Type() == encode.TypeTerm {
+		if len(m.Data) == 0 || m.Event.Type() == contract.TypeTerm {
 			continue
 		}
 		var d map[string]*corev1.Secret

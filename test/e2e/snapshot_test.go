@@ -13,7 +13,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestStartupSnapshot starts the bridge over 500 existing ConfigMaps: the
@@ -28,7 +28,7 @@ func TestStartupSnapshot(t *testing.T) {
 	b := h.startBridge(map[string]string{"BRIDGE_RESOURCES": "configmaps"})
 	typ := h.cmType()
 	msgs := h.waitStream("the start-up snapshot's end marker", 30*time.Second, func(m []replay.Message) string {
-		if len(ofType(m, encode.TypeSnapshotEnd, typ+".")) == 0 {
+		if len(ofType(m, contract.TypeSnapshotEnd, typ+".")) == 0 {
 			return "no end marker"
 		}
 		return ""
@@ -37,38 +37,38 @@ func TestStartupSnapshot(t *testing.T) {
 	if len(msgs) != n+3 {
 		t.Errorf("stream holds %d messages, want %d (the term marker, begin, %d items, end)", len(msgs), n+3, n)
 	}
-	if msgs[0].Event.Type() != encode.TypeTerm {
+	if msgs[0].Event.Type() != contract.TypeTerm {
 		t.Errorf("first message %s, want the term marker", msgs[0].Event.Type())
 	}
 	msgs = msgs[1:]
 	begin, end := msgs[0], msgs[len(msgs)-1]
-	checkEq(t, "first message type", begin.Event.Type(), encode.TypeSnapshotBegin)
-	checkEq(t, "last message type", end.Event.Type(), encode.TypeSnapshotEnd)
+	checkEq(t, "first message type", begin.Event.Type(), contract.TypeSnapshotBegin)
+	checkEq(t, "last message type", end.Event.Type(), contract.TypeSnapshotEnd)
 	checkEq(t, "begin subject", begin.Subject, typ+"._snapshot.begin")
 	checkEq(t, "end subject", end.Subject, typ+"._snapshot.end")
-	sid := begin.Ext(encode.ExtSnapshotID)
+	sid := begin.Ext(contract.ExtSnapshotID)
 	if sid == "" {
 		t.Fatal("begin marker without snapshotid")
 	}
-	checkEq(t, "end snapshotid", end.Ext(encode.ExtSnapshotID), sid)
+	checkEq(t, "end snapshotid", end.Ext(contract.ExtSnapshotID), sid)
 	checkEq(t, "begin id", begin.Event.ID(), "configmaps.v1/"+sid+"/snapshot.begin")
 	checkEq(t, "end id", end.Event.ID(), "configmaps.v1/"+sid+"/snapshot.end")
 	checkEq(t, "begin Nats-Msg-Id", begin.Header.Get("Nats-Msg-Id"), "e2e/configmaps.v1/"+sid+"/snapshot.begin")
 	checkEq(t, "begin source", begin.Event.Source(), "k8s://e2e/api/v1/configmaps")
-	checkEq(t, "snapshotcount", end.Ext(encode.ExtSnapshotCount), fmt.Sprint(n))
+	checkEq(t, "snapshotcount", end.Ext(contract.ExtSnapshotCount), fmt.Sprint(n))
 	for _, m := range []replay.Message{begin, end} {
 		if len(m.Data) != 0 || m.Event.DataContentType() != "" {
 			t.Errorf("%s marker carries data %q (datacontenttype %q)", m.Event.Type(), m.Data, m.Event.DataContentType())
 		}
 	}
 
-	items := ofType(msgs, encode.TypeSnapshotItem, "")
+	items := ofType(msgs, contract.TypeSnapshotItem, "")
 	if len(items) != n {
 		t.Errorf("%d snapshot items, want %d", len(items), n)
 	}
 	seen := map[string]bool{}
 	for _, m := range items {
-		name := m.Ext(encode.ExtName)
+		name := m.Ext(contract.ExtName)
 		cm, ok := created[name]
 		switch {
 		case !ok:
@@ -80,16 +80,16 @@ func TestStartupSnapshot(t *testing.T) {
 		seen[name] = true
 		checkEq(t, name+" subject", m.Subject, h.cmSubject(h.ns, name))
 		checkEq(t, name+" id", m.Event.ID(), cmID(string(cm.UID), cm.ResourceVersion, "snapshot.item/"+sid))
-		checkEq(t, name+" snapshotid", m.Ext(encode.ExtSnapshotID), sid)
-		checkEq(t, name+" resourceversion", m.Ext(encode.ExtResourceVersion), cm.ResourceVersion)
+		checkEq(t, name+" snapshotid", m.Ext(contract.ExtSnapshotID), sid)
+		checkEq(t, name+" resourceversion", m.Ext(contract.ExtResourceVersion), cm.ResourceVersion)
 	}
-	for _, typ := range []string{encode.TypeAdded, encode.TypeUpdated, encode.TypeDeleted} {
+	for _, typ := range []string{contract.TypeAdded, contract.TypeUpdated, contract.TypeDeleted} {
 		if got := ofType(msgs, typ, ""); len(got) > 0 {
 			t.Errorf("%d %s events for objects that existed before the start:\n%s", len(got), typ, describe(got[:min(len(got), 10)]))
 		}
 	}
 	checkUniqueIDs(t, msgs)
-	st := applyAll(t, msgs)
+	st := h.applyAll(t, msgs)
 	if d := diffState(stateOf(st, typ), h.listConfigMaps(h.ns, metav1.ListOptions{})); d != "" {
 		t.Errorf("replayed state differs from the apiserver's list: %s", d)
 	}
@@ -101,7 +101,7 @@ func TestStartupSnapshot(t *testing.T) {
 	// events above was not just silence.
 	late := h.createCM(h.ns, "late", nil, map[string]string{"k": "v"})
 	h.waitStream("added for late", 30*time.Second, func(m []replay.Message) string {
-		for _, a := range ofType(m, encode.TypeAdded, "") {
+		for _, a := range ofType(m, contract.TypeAdded, "") {
 			if a.Event.ID() == termID(cmID(string(late.UID), late.ResourceVersion, "added"), a) {
 				return ""
 			}
@@ -188,7 +188,7 @@ func TestPeriodicSnapshotsUnderChurn(t *testing.T) {
 
 	// Wait for two more completed snapshots, so that at least one began
 	// after the last change, and for the state to match.
-	after := applyAll(t, h.mustRead()).Snapshots[typ]
+	after := h.applyAll(t, h.mustRead()).Snapshots[typ]
 	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
 	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, func(s *replay.State) string {
 		if s.Snapshots[typ] < after+2 {
@@ -199,8 +199,8 @@ func TestPeriodicSnapshotsUnderChurn(t *testing.T) {
 
 	ends := checkSnapshots(t, msgs)
 	t.Logf("%d messages: %d snapshots (%d items), %d added, %d updated, %d deleted", len(msgs), ends[typ],
-		len(ofType(msgs, encode.TypeSnapshotItem, "")), len(ofType(msgs, encode.TypeAdded, "")),
-		len(ofType(msgs, encode.TypeUpdated, "")), len(ofType(msgs, encode.TypeDeleted, "")))
+		len(ofType(msgs, contract.TypeSnapshotItem, "")), len(ofType(msgs, contract.TypeAdded, "")),
+		len(ofType(msgs, contract.TypeUpdated, "")), len(ofType(msgs, contract.TypeDeleted, "")))
 	if after < 6 {
 		t.Errorf("only %d snapshots completed by the end of 10s of churn with BRIDGE_RESYNC_PERIOD=1s", after)
 	}
@@ -289,7 +289,7 @@ func TestSnapshotsUnderHotUpdates(t *testing.T) {
 	}
 
 	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
-	before := applyAll(t, h.mustRead()).Snapshots[typ]
+	before := h.applyAll(t, h.mustRead()).Snapshots[typ]
 	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, func(s *replay.State) string {
 		if s.Snapshots[typ] < before+2 {
 			return "fewer than 2 snapshots since the updates stopped"
@@ -297,14 +297,14 @@ func TestSnapshotsUnderHotUpdates(t *testing.T) {
 		return ""
 	})
 	t.Logf("%d updates, %d create+delete cycles; %d messages: %d snapshots, %d updated, %d deleted events", updates, cycles, len(msgs),
-		len(ofType(msgs, encode.TypeSnapshotEnd, "")), len(ofType(msgs, encode.TypeUpdated, "")), len(ofType(msgs, encode.TypeDeleted, "")))
+		len(ofType(msgs, contract.TypeSnapshotEnd, "")), len(ofType(msgs, contract.TypeUpdated, "")), len(ofType(msgs, contract.TypeDeleted, "")))
 	checkNoRegressions(t, st)
 	checkSnapshots(t, msgs)
 	checkUniqueIDs(t, msgs)
 	if n := checkSweeps(t, msgs, st); n > 0 {
 		t.Logf("%d snapshot ends swept an object just before its deleted event", n)
 	}
-	if n := len(ofType(msgs, encode.TypeSnapshotEnd, "")); n < 50 {
+	if n := len(ofType(msgs, contract.TypeSnapshotEnd, "")); n < 50 {
 		t.Errorf("only %d snapshots with BRIDGE_RESYNC_PERIOD=10ms", n)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // TestTombstoneTTL runs the bridge with BRIDGE_TOMBSTONE_TTL=3s on the
@@ -50,7 +50,7 @@ func TestTombstoneTTL(t *testing.T) {
 			cm := cms[name].DeepCopy()
 			cm.Data["k"] = fmt.Sprint(k)
 			cms[name] = h.updateCM(cm)
-			h.waitEvent(h.cmSubject(h.ns, name), encode.TypeUpdated, cms[name].ResourceVersion)
+			h.waitEvent(h.cmSubject(h.ns, name), contract.TypeUpdated, cms[name].ResourceVersion)
 		}
 	}
 	gone := map[string]string{} // subject → uid
@@ -63,7 +63,7 @@ func TestTombstoneTTL(t *testing.T) {
 	// delete's expiry must leave the new object's messages alone.
 	again := churnName("ttl-", 0)
 	againSubj := h.cmSubject(h.ns, again)
-	h.waitEvent(againSubj, encode.TypeDeleted, "")
+	h.waitEvent(againSubj, contract.TypeDeleted, "")
 	recreated := h.createCM(h.ns, again, nil, map[string]string{"k": "again"})
 	delete(gone, againSubj)
 
@@ -73,14 +73,14 @@ func TestTombstoneTTL(t *testing.T) {
 	for len(seen) < deleted {
 		select {
 		case m := <-published:
-			if m.Header.Get("ce-type") != encode.TypeDeleted {
+			if m.Header.Get("ce-type") != contract.TypeDeleted {
 				continue
 			}
 			seen[m.Subject] = true
-			if got := m.Header.Get(encode.HeaderTTL); got != "3s" {
+			if got := m.Header.Get(contract.HeaderTTL); got != "3s" {
 				t.Errorf("delete on %s: Nats-TTL %q, want 3s", m.Subject, got)
 			}
-			if got := m.Header.Get(encode.HeaderRollup); got != "sub" {
+			if got := m.Header.Get(contract.HeaderRollup); got != "sub" {
 				t.Errorf("delete on %s: Nats-Rollup %q, want sub", m.Subject, got)
 			}
 		case <-timeout:
@@ -93,7 +93,7 @@ func TestTombstoneTTL(t *testing.T) {
 		left = left[:0]
 		for subj := range gone {
 			if m := h.lastMsg(subj); m != nil {
-				left = append(left, fmt.Sprintf("%s: %s rv %s", subj, m.Header.Get("ce-type"), m.Header.Get("ce-"+encode.ExtResourceVersion)))
+				left = append(left, fmt.Sprintf("%s: %s rv %s", subj, m.Header.Get("ce-type"), m.Header.Get("ce-"+contract.ExtResourceVersion)))
 			}
 		}
 		if len(left) == 0 {
@@ -109,7 +109,7 @@ func TestTombstoneTTL(t *testing.T) {
 			t.Errorf("%s holds %d messages after its delete expired", subj, counts[subj])
 		}
 	}
-	if m := h.lastMsg(againSubj); m == nil || m.Header.Get("ce-"+encode.ExtUID) != string(recreated.UID) {
+	if m := h.lastMsg(againSubj); m == nil || m.Header.Get("ce-"+contract.ExtUID) != string(recreated.UID) {
 		t.Errorf("the name created again after its delete: last message %v, want the new object (uid %s)", m, recreated.UID)
 	}
 
@@ -128,7 +128,7 @@ func TestTombstoneTTL(t *testing.T) {
 	all, st := h.convergeTo(typ, func() map[string]string { return want }, nil)
 	checkNoRegressions(t, st)
 	for _, m := range all {
-		if uid := m.Ext(encode.ExtUID); gone[m.Subject] == uid && uid != "" {
+		if uid := m.Ext(contract.ExtUID); gone[m.Subject] == uid && uid != "" {
 			t.Errorf("seq %d: a message of deleted object %s (uid %s) is still in the stream: %s", m.Seq, m.Subject, uid, m.Event.Type())
 		}
 	}

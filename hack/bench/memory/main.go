@@ -80,7 +80,7 @@ import (
 	"github.com/kubebridge/kubebridge/internal/bridge"
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 	"github.com/kubebridge/kubebridge/pkg/sink"
 )
@@ -703,20 +703,20 @@ func countStream(ctx context.Context, url, name string) (streamCount, error) {
 			return sc, fmt.Errorf("stream %s: reading headers: %w", name, err)
 		}
 		h := msg.Headers()
-		if h.Get("ce-"+encode.ExtTruncated) == "true" {
+		if h.Get(contract.Header(contract.ExtTruncated)) == "true" {
 			sc.Truncated++
 		}
-		switch h.Get("ce-type") {
-		case encode.TypeSnapshotBegin:
+		switch h.Get(contract.HeaderType) {
+		case contract.TypeSnapshotBegin:
 			sc.Begins++
-		case encode.TypeSnapshotItem:
+		case contract.TypeSnapshotItem:
 			sc.Items++
-		case encode.TypeSnapshotEnd:
+		case contract.TypeSnapshotEnd:
 			sc.Ends++
-		case encode.TypeUpdated:
+		case contract.TypeUpdated:
 			sc.Updated++
 			n := 1
-			if v, err := strconv.Atoi(h.Get("ce-" + encode.ExtCoalesced)); err == nil && v > 0 {
+			if v, err := strconv.Atoi(h.Get(contract.Header(contract.ExtCoalesced))); err == nil && v > 0 {
 				n = v
 				sc.Coalesced++
 			}

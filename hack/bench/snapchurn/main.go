@@ -63,7 +63,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
-	"github.com/kubebridge/kubebridge/pkg/encode"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 const (
@@ -669,7 +669,7 @@ type streamResult struct {
 }
 
 func readStream(ctx context.Context, js jetstream.JetStream) (streamResult, error) {
-	r := streamResult{state: replay.NewState(encode.Subjects{Prefix: prefix, Cluster: cluster}), firstItems: -1}
+	r := streamResult{state: replay.NewState(contract.Subjects{Prefix: prefix, Cluster: cluster}), firstItems: -1}
 	ids := map[string]struct{}{}
 	firstSnapshot := ""
 	items := 0
@@ -681,20 +681,20 @@ func readStream(ctx context.Context, js jetstream.JetStream) (streamResult, erro
 		}
 		ids[m.Event.ID()] = struct{}{}
 		switch m.Event.Type() {
-		case encode.TypeSnapshotBegin:
+		case contract.TypeSnapshotBegin:
 			r.begins++
 			if firstSnapshot == "" {
-				firstSnapshot = m.Ext(encode.ExtSnapshotID)
+				firstSnapshot = m.Ext(contract.ExtSnapshotID)
 			}
-		case encode.TypeSnapshotItem:
-			if m.Ext(encode.ExtSnapshotID) == firstSnapshot {
+		case contract.TypeSnapshotItem:
+			if m.Ext(contract.ExtSnapshotID) == firstSnapshot {
 				items++
 			}
-		case encode.TypeSnapshotEnd:
-			if m.Ext(encode.ExtSnapshotID) == firstSnapshot {
+		case contract.TypeSnapshotEnd:
+			if m.Ext(contract.ExtSnapshotID) == firstSnapshot {
 				r.firstItems = items
 			}
-		case encode.TypeAdded, encode.TypeUpdated, encode.TypeDeleted:
+		case contract.TypeAdded, contract.TypeUpdated, contract.TypeDeleted:
 			r.live++
 			if n, _ := m.Coalesced(); n > 1 {
 				r.coalesced++

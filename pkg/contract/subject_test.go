@@ -1,4 +1,4 @@
-package encode_test
+package contract_test
 
 import (
 	"errors"
@@ -6,10 +6,8 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubebridge/kubebridge/pkg/encode"
-	"github.com/kubebridge/kubebridge/pkg/informers"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 var tokenCases = []struct {
@@ -44,10 +42,10 @@ var tokenCases = []struct {
 
 func TestEscapeToken(t *testing.T) {
 	for _, tc := range tokenCases {
-		if got := encode.EscapeToken(tc.in); got != tc.tok {
+		if got := contract.EscapeToken(tc.in); got != tc.tok {
 			t.Errorf("EscapeToken(%q) = %q, want %q", tc.in, got, tc.tok)
 		}
-		got, err := encode.UnescapeToken(tc.tok)
+		got, err := contract.UnescapeToken(tc.tok)
 		if err != nil || got != tc.in {
 			t.Errorf("UnescapeToken(%q) = %q, %v, want %q", tc.tok, got, err, tc.in)
 		}
@@ -58,7 +56,7 @@ func TestUnescapeTokenErrors(t *testing.T) {
 	for _, tok := range []string{
 		"", "a.b", "a*b", ">", "a b", "%4", "a%", "%%", "%zz", "%G0", "%2e", "%e6", "a%2", "%%41", "é",
 	} {
-		if got, err := encode.UnescapeToken(tok); !errors.Is(err, encode.ErrBadToken) {
+		if got, err := contract.UnescapeToken(tok); !errors.Is(err, contract.ErrBadToken) {
 			t.Errorf("UnescapeToken(%q) = %q, %v, want ErrBadToken", tok, got, err)
 		}
 	}
@@ -73,9 +71,9 @@ var nonCanonicalTokens = []string{"%41", "%61bc", "%2D", "%2E", "a%2Eb", "%30"}
 func TestUnescapeTokenRejectsNonCanonical(t *testing.T) {
 	var accepted []string
 	for _, tok := range nonCanonicalTokens {
-		s, err := encode.UnescapeToken(tok)
+		s, err := contract.UnescapeToken(tok)
 		if err == nil {
-			accepted = append(accepted, tok+" -> "+s+" (canonical "+encode.EscapeToken(s)+")")
+			accepted = append(accepted, tok+" -> "+s+" (canonical "+contract.EscapeToken(s)+")")
 		}
 	}
 	if len(accepted) == 0 {
@@ -92,7 +90,7 @@ func FuzzEscapeToken(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		tok := encode.EscapeToken(s)
+		tok := contract.EscapeToken(s)
 		if tok == "" {
 			t.Fatalf("EscapeToken(%q) is empty", s)
 		}
@@ -105,40 +103,36 @@ func FuzzEscapeToken(f *testing.F) {
 		if !server.IsValidLiteralSubject("p." + tok + ".q") {
 			t.Fatalf("EscapeToken(%q) = %q does not make a valid literal subject", s, tok)
 		}
-		back, err := encode.UnescapeToken(tok)
+		back, err := contract.UnescapeToken(tok)
 		if err != nil || back != s {
 			t.Fatalf("UnescapeToken(EscapeToken(%q)) = %q, %v", s, back, err)
 		}
 
 		// s as a token someone else made: never a panic, and what decodes
 		// must be in canonical form.
-		dec, err := encode.UnescapeToken(s)
+		dec, err := contract.UnescapeToken(s)
 		if err != nil {
-			if !errors.Is(err, encode.ErrBadToken) {
+			if !errors.Is(err, contract.ErrBadToken) {
 				t.Fatalf("UnescapeToken(%q): error %v does not wrap ErrBadToken", s, err)
 			}
 			return
 		}
-		if again := encode.EscapeToken(dec); again != s {
+		if again := contract.EscapeToken(dec); again != s {
 			t.Fatalf("UnescapeToken(%q) = %q, which EscapeToken writes as %q: token is not canonical", s, dec, again)
 		}
 	})
 }
 
 var (
-	ingresses = &informers.Resource{
-		GVR:        schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"},
-		Kind:       "Ingress",
-		Namespaced: true,
-	}
-	nodes = &informers.Resource{
-		GVR:  schema.GroupVersionResource{Version: "v1", Resource: "nodes"},
-		Kind: "Node",
-	}
+	configMaps   = contract.Type{Version: "v1", Resource: "configmaps"}
+	ingresses    = contract.Type{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}
+	nodes        = contract.Type{Version: "v1", Resource: "nodes"}
+	clusterRoles = contract.Type{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
+	widgets      = contract.Type{Group: "example.com", Version: "v1", Resource: "widgets"}
 )
 
 func TestSubjects(t *testing.T) {
-	s := encode.Subjects{Prefix: "kubebridge", Cluster: "prod"}
+	s := contract.Subjects{Prefix: "kubebridge", Cluster: "prod"}
 	if got, want := s.Stream(), "kubebridge.>"; got != want {
 		t.Errorf("Stream() = %q, want %q", got, want)
 	}
@@ -146,14 +140,14 @@ func TestSubjects(t *testing.T) {
 		t.Errorf("ClusterWildcard() = %q, want %q", got, want)
 	}
 	for _, tc := range []struct {
-		r    *informers.Resource
+		r    contract.Type
 		want string
 	}{
 		{configMaps, "kubebridge.prod.core.v1.configmaps"},
 		{ingresses, "kubebridge.prod.networking_k8s_io.v1.ingresses"},
 		{clusterRoles, "kubebridge.prod.rbac_authorization_k8s_io.v1.clusterroles"},
 		{widgets, "kubebridge.prod.example_com.v1.widgets"},
-		{&informers.Resource{GVR: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "deployments"}},
+		{contract.Type{Group: "apps", Version: "v1beta2", Resource: "deployments"},
 			"kubebridge.prod.apps.v1beta2.deployments"},
 	} {
 		if got := s.Type(tc.r); got != tc.want {
@@ -165,7 +159,7 @@ func TestSubjects(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		r         *informers.Resource
+		r         contract.Type
 		ns, name  string
 		want      string
 		wantGroup string
@@ -190,7 +184,7 @@ func TestSubjects(t *testing.T) {
 			t.Errorf("Object(%s, %q, %q) = %q is not a valid literal subject", tc.r, tc.ns, tc.name, got)
 		}
 		ref, err := s.ParseObject(got)
-		want := encode.ObjectRef{Group: tc.wantGroup, Version: tc.r.GVR.Version, Resource: tc.r.GVR.Resource, Namespace: tc.ns, Name: tc.name}
+		want := contract.Subject{Kind: contract.ObjectSubject, Type: contract.Type{Group: tc.wantGroup, Version: tc.r.Version, Resource: tc.r.Resource}, Namespace: tc.ns, Name: tc.name}
 		if err != nil || ref != want {
 			t.Errorf("ParseObject(%q) = %+v, %v, want %+v", got, ref, err, want)
 		}
@@ -202,23 +196,29 @@ func TestSubjects(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		r    *informers.Resource
-		v    informers.Verb
+		r    contract.Type
+		kind contract.Kind
 		want string
 	}{
-		{configMaps, informers.SnapshotBegin, "kubebridge.prod.core.v1.configmaps._snapshot.begin"},
-		{configMaps, informers.SnapshotEnd, "kubebridge.prod.core.v1.configmaps._snapshot.end"},
-		{ingresses, informers.SnapshotBegin, "kubebridge.prod.networking_k8s_io.v1.ingresses._snapshot.begin"},
-		{nodes, informers.SnapshotEnd, "kubebridge.prod.core.v1.nodes._snapshot.end"},
+		{configMaps, contract.BeginSubject, "kubebridge.prod.core.v1.configmaps._snapshot.begin"},
+		{configMaps, contract.EndSubject, "kubebridge.prod.core.v1.configmaps._snapshot.end"},
+		{ingresses, contract.BeginSubject, "kubebridge.prod.networking_k8s_io.v1.ingresses._snapshot.begin"},
+		{nodes, contract.EndSubject, "kubebridge.prod.core.v1.nodes._snapshot.end"},
 	} {
-		got := s.Marker(tc.r, tc.v)
+		got := s.SnapshotBegin(tc.r)
+		if tc.kind == contract.EndSubject {
+			got = s.SnapshotEnd(tc.r)
+		}
 		if got != tc.want {
-			t.Errorf("Marker(%s, %s) = %q, want %q", tc.r, tc.v, got, tc.want)
+			t.Errorf("%s of %s = %q, want %q", tc.kind, tc.r, got, tc.want)
+		}
+		if sub, err := s.Parse(got); err != nil || sub != (contract.Subject{Kind: tc.kind, Type: tc.r}) {
+			t.Errorf("Parse(%q) = %+v, %v", got, sub, err)
 		}
 		if !subjectMatches(s.TypeWildcard(tc.r), got) {
 			t.Errorf("TypeWildcard(%s) does not match marker %q", tc.r, got)
 		}
-		if _, err := s.ParseObject(got); !errors.Is(err, encode.ErrBadToken) {
+		if _, err := s.ParseObject(got); !errors.Is(err, contract.ErrBadToken) {
 			t.Errorf("ParseObject(marker %q): %v, want ErrBadToken", got, err)
 		}
 	}
@@ -227,15 +227,15 @@ func TestSubjects(t *testing.T) {
 // TestTypeWildcardIsolation: one type's wildcard matches none of another
 // type's subjects, even for lookalike names.
 func TestTypeWildcardIsolation(t *testing.T) {
-	s := encode.Subjects{Prefix: "kubebridge", Cluster: "prod"}
-	other := encode.Subjects{Prefix: "kubebridge", Cluster: "staging"}
-	lookalike := &informers.Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps.default"}, Kind: "X", Namespaced: true}
-	coreV2 := &informers.Resource{GVR: schema.GroupVersionResource{Version: "v2", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
-	subjects := map[*informers.Resource][]string{}
-	for _, r := range []*informers.Resource{configMaps, ingresses, nodes, clusterRoles, widgets, lookalike, coreV2} {
+	s := contract.Subjects{Prefix: "kubebridge", Cluster: "prod"}
+	other := contract.Subjects{Prefix: "kubebridge", Cluster: "staging"}
+	lookalike := contract.Type{Version: "v1", Resource: "configmaps.default"}
+	coreV2 := contract.Type{Version: "v2", Resource: "configmaps"}
+	subjects := map[contract.Type][]string{}
+	for _, r := range []contract.Type{configMaps, ingresses, nodes, clusterRoles, widgets, lookalike, coreV2} {
 		subjects[r] = []string{
 			s.Object(r, "default", "x"), s.Object(r, "", "y.z"), s.Object(r, "a.b", "*"),
-			s.Marker(r, informers.SnapshotBegin), s.Marker(r, informers.SnapshotEnd),
+			s.SnapshotBegin(r), s.SnapshotEnd(r),
 		}
 	}
 	for r, subs := range subjects {
@@ -256,7 +256,7 @@ func TestTypeWildcardIsolation(t *testing.T) {
 }
 
 func TestParseObjectErrors(t *testing.T) {
-	s := encode.Subjects{Prefix: "kubebridge", Cluster: "prod"}
+	s := contract.Subjects{Prefix: "kubebridge", Cluster: "prod"}
 	for _, subj := range []string{
 		"kubebridge.staging.core.v1.configmaps.default.x",
 		"other.prod.core.v1.configmaps.default.x",
@@ -269,7 +269,7 @@ func TestParseObjectErrors(t *testing.T) {
 		"kubebridge.prod",
 		"kubebridge.prodx.core.v1.configmaps.default.x",
 	} {
-		if ref, err := s.ParseObject(subj); !errors.Is(err, encode.ErrBadToken) {
+		if ref, err := s.ParseObject(subj); !errors.Is(err, contract.ErrBadToken) {
 			t.Errorf("ParseObject(%q) = %+v, %v, want ErrBadToken", subj, ref, err)
 		}
 	}
@@ -277,13 +277,13 @@ func TestParseObjectErrors(t *testing.T) {
 
 // TestParseObjectMultiTokenPrefix: a prefix of several tokens works both ways.
 func TestParseObjectMultiTokenPrefix(t *testing.T) {
-	s := encode.Subjects{Prefix: "org.k8s.events", Cluster: "eu-1"}
+	s := contract.Subjects{Prefix: "org.k8s.events", Cluster: "eu-1"}
 	subj := s.Object(ingresses, "web", "shop")
 	if subj != "org.k8s.events.eu-1.networking_k8s_io.v1.ingresses.web.shop" {
 		t.Fatalf("Object = %q", subj)
 	}
 	ref, err := s.ParseObject(subj)
-	want := encode.ObjectRef{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses", Namespace: "web", Name: "shop"}
+	want := contract.Subject{Kind: contract.ObjectSubject, Type: ingresses, Namespace: "web", Name: "shop"}
 	if err != nil || ref != want {
 		t.Errorf("ParseObject = %+v, %v, want %+v", ref, err, want)
 	}
@@ -340,8 +340,8 @@ func FuzzObjectSubject(f *testing.F) {
 	f.Add("_snapshot", "begin")
 	f.Add("%", "")
 	f.Fuzz(func(t *testing.T, ns, name string) {
-		s := encode.Subjects{Prefix: "kubebridge", Cluster: "prod"}
-		for _, r := range []*informers.Resource{configMaps, ingresses} {
+		s := contract.Subjects{Prefix: "kubebridge", Cluster: "prod"}
+		for _, r := range []contract.Type{configMaps, ingresses} {
 			subj := s.Object(r, ns, name)
 			if !server.IsValidLiteralSubject(subj) {
 				t.Fatalf("Object(%q, %q) = %q is not a valid literal subject", ns, name, subj)
@@ -350,14 +350,12 @@ func FuzzObjectSubject(f *testing.F) {
 				t.Fatalf("TypeWildcard does not match %q", subj)
 			}
 			ref, err := s.ParseObject(subj)
-			want := encode.ObjectRef{Group: r.GVR.Group, Version: r.GVR.Version, Resource: r.GVR.Resource, Namespace: ns, Name: name}
+			want := contract.Subject{Kind: contract.ObjectSubject, Type: r, Namespace: ns, Name: name}
 			if err != nil || ref != want {
 				t.Fatalf("ParseObject(%q) = %+v, %v, want %+v", subj, ref, err, want)
 			}
-			for _, v := range []informers.Verb{informers.SnapshotBegin, informers.SnapshotEnd} {
-				if s.Marker(r, v) == subj {
-					t.Fatalf("object subject %q collides with a marker", subj)
-				}
+			if s.SnapshotBegin(r) == subj || s.SnapshotEnd(r) == subj || s.Term() == subj {
+				t.Fatalf("object subject %q collides with a marker", subj)
 			}
 		}
 	})
@@ -367,7 +365,7 @@ func FuzzObjectSubject(f *testing.F) {
 // Object makes, or several subjects name one object (and a consumer keying
 // on ParseObject's result sees two histories). Known bug.
 func TestParseObjectRejectsNonCanonical(t *testing.T) {
-	s := encode.Subjects{Prefix: "kubebridge", Cluster: "prod"}
+	s := contract.Subjects{Prefix: "kubebridge", Cluster: "prod"}
 	var accepted []string
 	for _, subj := range []string{
 		"kubebridge.prod.core.v1.configmaps.%.x",         // "%" (empty) instead of _cluster
@@ -389,8 +387,8 @@ func TestParseObjectRejectsNonCanonical(t *testing.T) {
 // groups) must not get the subjects of the legacy core group, and its
 // subjects parse back to it.
 func TestObjectCoreGroupCollision(t *testing.T) {
-	s := encode.Subjects{Prefix: "kubebridge", Cluster: "prod"}
-	named := &informers.Resource{GVR: schema.GroupVersionResource{Group: "core", Version: "v1", Resource: "configmaps"}, Namespaced: true}
+	s := contract.Subjects{Prefix: "kubebridge", Cluster: "prod"}
+	named := contract.Type{Group: "core", Version: "v1", Resource: "configmaps"}
 	a, b := s.Object(named, "default", "x"), s.Object(configMaps, "default", "x")
 	if a == b {
 		t.Fatalf("group %q and the core group share subject %q", "core", a)

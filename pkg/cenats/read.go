@@ -1,4 +1,4 @@
-package encode
+package cenats
 
 import (
 	"bytes"
@@ -10,12 +10,14 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding/spec"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
+
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // ErrNotCloudEvent is returned by Decode for a message without ce-specversion.
-var ErrNotCloudEvent = errors.New("encode: message carries no ce-specversion header")
+var ErrNotCloudEvent = errors.New("cenats: message carries no ce-specversion header")
 
-var ceSpecs = spec.WithPrefix(ceHeaderPrefix)
+var ceSpecs = spec.WithPrefix(contract.HeaderPrefix)
 
 // Decode reads a binary-mode CloudEvent from a NATS message through sdk-go's
 // binding package, the way any sdk-go based consumer does.
@@ -48,13 +50,13 @@ func (m *natsMessage) ReadBinary(_ context.Context, w binding.BinaryWriter) erro
 		}
 		var err error
 		switch {
-		case strings.HasPrefix(k, ceHeaderPrefix):
+		case strings.HasPrefix(k, contract.HeaderPrefix):
 			if attr := version.Attribute(k); attr != nil {
 				err = w.SetAttribute(attr, vs[0])
 			} else {
-				err = w.SetExtension(strings.TrimPrefix(k, ceHeaderPrefix), vs[0])
+				err = w.SetExtension(strings.TrimPrefix(k, contract.HeaderPrefix), vs[0])
 			}
-		case strings.EqualFold(k, HeaderContentType):
+		case strings.EqualFold(k, contract.HeaderContentType):
 			err = w.SetAttribute(version.AttributeFromKind(spec.DataContentType), vs[0])
 		}
 		if err != nil {
@@ -79,11 +81,11 @@ func (m *natsMessage) GetAttribute(k spec.Kind) (spec.Attribute, interface{}) {
 	if attr == nil {
 		return nil, nil
 	}
-	if v := m.msg.Header.Get(ceHeaderPrefix + attr.Name()); v != "" {
+	if v := m.msg.Header.Get(contract.HeaderPrefix + attr.Name()); v != "" {
 		return attr, v
 	}
 	if k == spec.DataContentType {
-		if v := m.msg.Header.Get(HeaderContentType); v != "" {
+		if v := m.msg.Header.Get(contract.HeaderContentType); v != "" {
 			return attr, v
 		}
 	}
@@ -92,7 +94,7 @@ func (m *natsMessage) GetAttribute(k spec.Kind) (spec.Attribute, interface{}) {
 
 // GetExtension implements binding.MessageMetadataReader.
 func (m *natsMessage) GetExtension(name string) interface{} {
-	if v := m.msg.Header.Get(ceHeaderPrefix + name); v != "" {
+	if v := m.msg.Header.Get(contract.HeaderPrefix + name); v != "" {
 		return v
 	}
 	return nil
