@@ -61,7 +61,7 @@ func run(args []string) int {
 	for _, w := range config.Removed(os.LookupEnv) {
 		logger.Info("Ignoring a removed setting: " + w)
 	}
-	if err := bridge.Run(ctx, cfg, version); err != nil {
+	if err := bridge.Main(ctx, cfg, version); err != nil {
 		// A signal during start-up (e.g. while NATS is unreachable) is a
 		// normal stop, not a failure.
 		if ctx.Err() != nil {

@@ -117,6 +117,7 @@ func benchPipeline(b *testing.B, url, storage string, replicas int, fenced bool)
 		if deps.fence, err = startTerm(ctx, js, stream, deps.encoder, contract.TermData{Holder: "bench"}, time.Now(), time.Millisecond); err != nil {
 			b.Fatal(err)
 		}
+		deps.encoder = &encode.Encoder{Subjects: subjects, Term: deps.fence.Term()}
 	}
 	pb, stop := runPublishing(b, cfg, js, deps)
 	in := pb.intake

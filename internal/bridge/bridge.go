@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,17 +14,15 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubebridge/kubebridge/internal/config"
-	"github.com/kubebridge/kubebridge/internal/leader"
 	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
-	"github.com/kubebridge/kubebridge/pkg/sink"
 )
 
-// Option adjusts Serve for tests and benchmarks.
-type Option func(*serveOptions)
+// Option adjusts New and Serve for tests and benchmarks.
+type Option func(*options)
 
-type serveOptions struct {
+type options struct {
 	now        func() time.Time
 	ready      func()
 	listening  func(net.Addr)
@@ -35,62 +31,78 @@ type serveOptions struct {
 }
 
 // WithReady is called once every start-up snapshot is stored.
-func WithReady(f func()) Option { return func(o *serveOptions) { o.ready = f } }
+func WithReady(f func()) Option { return func(o *options) { o.ready = f } }
 
 // WithListening is called with the address of the operational endpoints.
-func WithListening(f func(net.Addr)) Option { return func(o *serveOptions) { o.listening = f } }
+func WithListening(f func(net.Addr)) Option { return func(o *options) { o.listening = f } }
 
-// withHealth makes Serve report through h, whose endpoints Run serves.
-func withHealth(h *health) Option { return func(o *serveOptions) { o.health = h } }
+// withHealth makes the bridge report through h, whose endpoints may be
+// served before the bridge exists (Main serves them before NATS is
+// reached).
+func withHealth(h *health) Option { return func(o *options) { o.health = h } }
 
-// Serve runs informers for the configured types and publishes their
-// changes and snapshots on nc's JetStream until ctx ends, then shuts down
-// within cfg.ShutdownTimeout.
-func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts ...Option) error {
-	o := serveOptions{now: time.Now, ready: func() {}, listening: func(net.Addr) {}, stuckAfter: 2 * time.Minute}
+// Bridge is one replica: its informers, intake and stream, built by New and
+// run once by Run. What lives only while this replica leads (the term, its
+// encoder and fence, the publishing pipeline, the snapshotters) is built
+// by Run when it starts to lead.
+type Bridge struct {
+	cfg      *config.Config
+	kube     Kube
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	stream   jetstream.Stream
+	info     *jetstream.StreamInfo
+	subjects contract.Subjects
+	limits   *streamLimits
+	metrics  *metrics.Metrics
+	intake   *intake
+	// gated is the intake's door while this replica is a standby; nil
+	// without leader election.
+	gated    *gate
+	sources  []*informers.Source
+	statuses []*typeStatus
+	opts     options
+
+	// standby is set while this replica waits for the Lease.
+	standby atomic.Bool
+	// live is the liveness check of the current term's pipeline.
+	live atomic.Pointer[func() error]
+}
+
+// New resolves the configured types, waits for the stream and builds the
+// informers and the intake. Nothing is watched or published before Run.
+func New(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts ...Option) (*Bridge, error) {
+	o := options{now: time.Now, ready: func() {}, listening: func(net.Addr) {}, stuckAfter: 2 * time.Minute}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.health == nil {
+		o.health = newHealth()
+	}
 	logger := klog.FromContext(ctx)
+	m := o.health.metrics
 
 	watches, err := resolveWatches(ctx, cfg, informers.NewResolver(kube.Discovery))
 	if err != nil {
-		return err
+		return nil, err
 	}
-
-	jsOpts := []jetstream.JetStreamOpt{jetstream.WithPublishAsyncMaxPending(2 * cfg.PublishWindow), jetstream.WithPublishAsyncTimeout(cfg.PublishAckTimeout)}
-	var js jetstream.JetStream
-	if cfg.NATSJSDomain != "" {
-		// The API of another domain's JetStream (a leaf node's hub); the
-		// publishes themselves go to the stream's subjects as ever.
-		js, err = jetstream.NewWithDomain(nc, cfg.NATSJSDomain, jsOpts...)
-	} else {
-		js, err = jetstream.New(nc, jsOpts...)
-	}
+	js, err := newJetStream(cfg, nc)
 	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
+		return nil, err
 	}
 	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
-	h := o.health
-	serveHTTP := h == nil
-	if serveHTTP {
-		h = newHealth()
-	}
-	h.conn.Store(nc)
-	m := h.metrics
 	info, err := ensureStream(ctx, js, cfg, subjects, func(error) { m.JetStreamWaits.Inc() })
 	if err != nil {
-		return err
+		return nil, err
 	}
 	stream, err := js.Stream(ctx, info.Config.Name)
 	if err != nil {
-		return fmt.Errorf("jetstream: stream %s: %w", info.Config.Name, err)
+		return nil, fmt.Errorf("jetstream: stream %s: %w", info.Config.Name, err)
 	}
-	rec := &reconciler{tail: sink.Tail{Stream: stream}, subjects: subjects}
 	limits := newStreamLimits(nc, js, info)
 	logger.Info("JetStream stream ready", "stream", info.Config.Name, "subjects", strings.Join(info.Config.Subjects, ","), "maxPayload", limits.maxPayload())
-
 	m.NATSConnected(nc.IsConnected)
+
 	in := newIntake(o.now, intakeReports{
 		coalesced: func(r *informers.Resource, n int) { m.ChangesCoalesced.WithLabelValues(r.String()).Add(float64(n)) },
 		unkeyed: func(c informers.Change, err error) {
@@ -110,7 +122,7 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 		src, err := informers.NewSource(kube.Clients, w.resource, w.scope, transform, queue,
 			informers.WithClock(o.now), informers.WithObserver(sourceObserver{m}))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		logger.Info("Watching", "resource", w.resource.String(), "kind", w.resource.Kind, "as", w.names, "namespaces", w.scope.Namespaces,
 			"labels", w.scope.LabelSelector, "fields", w.scope.FieldSelector, "typed", src.Typed, "subjects", subjects.TypeWildcard(w.resource.Type()))
@@ -129,108 +141,66 @@ func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, op
 	for i, src := range sources {
 		statuses[i] = newTypeStatus(src.Resource.String(), m, allReady)
 	}
-	h.types.Store(&statuses)
+	b := &Bridge{cfg: cfg, kube: kube, nc: nc, js: js, stream: stream, info: info, subjects: subjects, limits: limits, metrics: m,
+		intake: in, gated: gated, sources: sources, statuses: statuses, opts: o}
+	o.health.attach(b)
+	return b, nil
+}
 
-	lm := m.Leadership()
-	var el *leader.Elector
-	var term *leader.Term
-	if cfg.LeaderElection {
-		for _, src := range sources {
-			src.Run(ctx)
-		}
-		if el, term, err = campaign(ctx, cfg, kube, h, sources, statuses, lm); err != nil || term == nil {
-			return err
-		}
-		gated.open.Store(true)
-	}
-	lm.Leader.Set(1)
-	// lead ends what this replica publishes when ctx ends or, at once,
-	// when it loses the Lease.
-	lead, cancelLead := context.WithCancel(ctx)
-	defer cancelLead()
-
-	// hard ends publishing: at the shutdown deadline, not at the signal.
-	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelHard()
-	var deposed <-chan struct{}
-	termData := contract.TermData{Holder: leader.Identity(os.LookupEnv)}
-	if el != nil {
-		deposed = el.Deposed()
-		termData = contract.TermData{Holder: el.Identity(), PreviousHolder: term.PreviousHolder}
-	}
-	enc := newEncoder(cfg, subjects, info)
-	fence, err := startTerm(lead, js, stream, enc, termData, o.now(), 200*time.Millisecond)
-	if err != nil {
-		if ctx.Err() != nil || isClosed(deposed) {
-			return endTerm(ctx, el, lm, nil, nil)
-		}
-		return err
-	}
-	lm.Term.Set(float64(fence.Term()))
-	m.FenceRefusals(fence.Overwrote, fence.Adopted, fence.Foreign)
-	rec.seen = fence.Observe
-	go func() {
-		select {
-		case <-deposed:
-		case <-fence.Fenced():
-		case <-hard.Done():
-			return
-		}
-		// Nothing this replica still holds may reach the stream:
-		// publishing ends now, without the drain.
-		cancelHard()
-		cancelLead()
-	}()
-	live := newLiveness(o.stuckAfter)
-	var wg sync.WaitGroup
-	pb, err := startPublishing(lead, hard, &wg, cfg, in, publishingDeps{js: js, encoder: enc, metrics: m,
-		maxPayload: limits.maxPayload, rereadLimits: func() { limits.reread(hard) }, fence: fence})
-	if err != nil {
-		return err
-	}
-	stop := func() { shutdown(ctx, cfg, cancelHard, &wg, pb) }
-
-	liveCheck := func() error {
-		return live.check(nc.IsConnected(), in.publishable()+pb.pub.InFlight(), pb.pub.LastActivity())
-	}
-	h.live.Store(&liveCheck)
-	if serveHTTP && cfg.HTTPAddr != "off" {
-		addr, err := metrics.ListenAndServe(ctx, cfg.HTTPAddr, metrics.Handler(m, h.checks()))
-		if err != nil {
-			cancelHard()
-			wg.Wait()
-			return err
-		}
-		logger.Info("Serving /healthz, /readyz and /metrics", "address", addr.String())
-		o.listening(addr)
-	}
-
-	if el == nil {
-		for _, src := range sources {
-			src.Run(ctx)
-		}
+// newJetStream is nc's JetStream, or another domain's (a leaf node's hub):
+// the publishes themselves go to the stream's subjects as ever.
+func newJetStream(cfg *config.Config, nc *nats.Conn) (jetstream.JetStream, error) {
+	jsOpts := []jetstream.JetStreamOpt{jetstream.WithPublishAsyncMaxPending(2 * cfg.PublishWindow), jetstream.WithPublishAsyncTimeout(cfg.PublishAckTimeout)}
+	var js jetstream.JetStream
+	var err error
+	if cfg.NATSJSDomain != "" {
+		js, err = jetstream.NewWithDomain(nc, cfg.NATSJSDomain, jsOpts...)
 	} else {
-		go logFirstEvent(lead, term, func() bool { return metrics.Total(m.EventsPublished) > 0 })
+		js, err = jetstream.New(nc, jsOpts...)
 	}
-	// Each type snapshots as soon as its own cache has synced, so one that
-	// cannot be listed holds up nobody else.
-	ids := newSnapshotIDs(o.now())
-	for i, src := range sources {
-		s := &snapshotter{res: src.Resource, scope: src.Scope, src: src, intake: in, markers: pb.markers, ids: ids, period: cfg.ResyncPeriod, metrics: m, status: statuses[i],
-			minBackoff: time.Second, maxBackoff: time.Minute, syncLogEvery: 30 * time.Second,
-			missedDeletes: func(ctx context.Context) ([]informers.Change, error) {
-				return rec.missedDeletes(ctx, src.Resource, src.Scope, src, o.now())
-			}}
-		wg.Add(1)
-		go func() { defer wg.Done(); s.run(lead) }()
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
 	}
+	return js, nil
+}
 
-	<-lead.Done()
-	if isClosed(deposed) || isClosed(fence.Fenced()) {
-		cancelHard()
-		wg.Wait()
+// Serve serves the operational endpoints, builds the bridge on nc and runs
+// it until ctx ends: Main without its own connections, for tests and for
+// programs that hold a NATS connection already.
+func Serve(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts ...Option) error {
+	o := options{listening: func(net.Addr) {}}
+	for _, opt := range opts {
+		opt(&o)
 	}
-	return endTerm(ctx, el, lm, fence, stop)
+	h := o.health
+	if h == nil {
+		h = newHealth()
+	}
+	if err := serveEndpoints(ctx, cfg, h, o.listening); err != nil {
+		return err
+	}
+	b, err := New(ctx, cfg, kube, nc, append(opts, withHealth(h))...)
+	if err != nil {
+		return err
+	}
+	return b.Run(ctx)
+}
+
+// serveEndpoints serves /healthz, /readyz and /metrics on cfg.HTTPAddr
+// (none when it is "off") until ctx ends.
+func serveEndpoints(ctx context.Context, cfg *config.Config, h *health, listening func(net.Addr)) error {
+	if cfg.HTTPAddr == "off" {
+		return nil
+	}
+	addr, err := metrics.ListenAndServe(ctx, cfg.HTTPAddr, metrics.Handler(h.metrics, h.checks()))
+	if err != nil {
+		return err
+	}
+	klog.FromContext(ctx).Info("Serving /healthz, /readyz and /metrics", "address", addr.String())
+	if listening != nil {
+		listening(addr)
+	}
+	return nil
 }
 
 // readyWhenAll returns a function that calls f on its n-th call.

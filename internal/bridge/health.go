@@ -7,44 +7,37 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubebridge/kubebridge/internal/metrics"
 )
 
-// health is what the operational endpoints report. Run creates it before
-// anything else exists; Serve fills it in as the parts come up.
+// health is what the operational endpoints report. Main creates it and
+// serves it before NATS is reached and the bridge is built, so that probes
+// see a live process that is not ready yet; New hands it the bridge.
 type health struct {
 	metrics *metrics.Metrics
-	// types is set once the resource types are resolved.
-	types atomic.Pointer[[]*typeStatus]
-	conn  atomic.Pointer[nats.Conn]
-	live  atomic.Pointer[func() error]
-	// standby is set while this replica waits for the leader Lease.
-	standby atomic.Bool
+	bridge  atomic.Pointer[Bridge]
 }
 
 func newHealth() *health { return &health{metrics: metrics.New()} }
 
+// attach makes the endpoints report on b from now on.
+func (h *health) attach(b *Bridge) { h.bridge.Store(b) }
+
 func (h *health) checks() metrics.Checks {
 	return metrics.Checks{
 		Live: func() error {
-			if f := h.live.Load(); f != nil {
-				return (*f)()
+			if b := h.bridge.Load(); b != nil {
+				return b.alive()
 			}
 			return nil
 		},
 		Ready: func() error {
-			nc := h.conn.Load()
-			var types []*typeStatus
-			if t := h.types.Load(); t != nil {
-				types = *t
+			if b := h.bridge.Load(); b != nil {
+				return b.ready()
 			}
-			if h.standby.Load() {
-				return standbyReadiness(types, h.types.Load() != nil, nc != nil && nc.IsConnected())
-			}
-			return readiness(types, h.types.Load() != nil, nc != nil && nc.IsConnected())
+			return errors.New("starting: resource types not resolved yet")
 		},
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/leader"
 	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/pkg/informers"
@@ -30,11 +29,12 @@ func (g *gate) Add(c informers.Change) {
 
 // campaign runs this replica as a standby until it holds the Lease. It
 // returns a nil term, and stops campaigning, when ctx ends first.
-func campaign(ctx context.Context, cfg *config.Config, kube Kube, h *health, sources []*informers.Source, statuses []*typeStatus, lm metrics.Leadership) (*leader.Elector, *leader.Term, error) {
+func (b *Bridge) campaign(ctx context.Context, lm metrics.Leadership) (*leader.Elector, *leader.Term, error) {
 	logger := klog.FromContext(ctx)
-	h.standby.Store(true)
+	cfg, sources, statuses := b.cfg, b.sources, b.statuses
+	b.standby.Store(true)
 	lm.Leader.Set(0)
-	el, err := leader.Start(ctx, kube.Clients.Typed.CoordinationV1(), leader.Config{
+	el, err := leader.Start(ctx, b.kube.Clients.Typed.CoordinationV1(), leader.Config{
 		Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName, Identity: leader.Identity(os.LookupEnv),
 		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.LeaseRenewDeadline, RetryPeriod: cfg.LeaseRetryPeriod})
 	if err != nil {
@@ -57,7 +57,7 @@ func campaign(ctx context.Context, cfg *config.Config, kube Kube, h *health, sou
 	case term := <-el.Leading():
 		lm.Leader.Set(1)
 		lm.Transitions.Inc()
-		h.standby.Store(false)
+		b.standby.Store(false)
 		kv := []any{"identity", el.Identity()}
 		if term.PreviousHolder != "" {
 			kv = append(kv, "previousLeader", term.PreviousHolder, "sincePreviousRenewal", term.Acquired.Sub(term.PreviousRenew).Round(time.Millisecond))

@@ -9,14 +9,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubebridge/kubebridge/internal/config"
-	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/internal/natsembed"
 	"github.com/kubebridge/kubebridge/pkg/sink"
 )
 
-// Run runs the bridge until ctx ends: it connects to Kubernetes and NATS
-// (starting an embedded NATS server without NATS_URL) and calls Serve.
-func Run(ctx context.Context, cfg *config.Config, version string) error {
+// Main runs the bridge process until ctx ends: it serves the operational
+// endpoints, connects to Kubernetes and NATS (starting an embedded NATS
+// server without NATS_URL), builds the bridge and runs it.
+func Main(ctx context.Context, cfg *config.Config, version string) error {
 	logger := klog.FromContext(ctx)
 	kube, rc, err := KubeFromConfig(cfg, "kubebridge/"+version)
 	if err != nil {
@@ -27,12 +27,8 @@ func Run(ctx context.Context, cfg *config.Config, version string) error {
 	// The endpoints come up before NATS is reached, so probes see a live
 	// process that is not ready yet instead of a refused connection.
 	h := newHealth()
-	if cfg.HTTPAddr != "off" {
-		addr, err := metrics.ListenAndServe(ctx, cfg.HTTPAddr, metrics.Handler(h.metrics, h.checks()))
-		if err != nil {
-			return err
-		}
-		logger.Info("Serving /healthz, /readyz and /metrics", "address", addr.String())
+	if err := serveEndpoints(ctx, cfg, h, nil); err != nil {
+		return err
 	}
 
 	url := cfg.NATSURL
@@ -57,7 +53,11 @@ func Run(ctx context.Context, cfg *config.Config, version string) error {
 		return err
 	}
 	defer nc.Close()
-	if err := Serve(ctx, cfg, kube, nc, withHealth(h)); err != nil {
+	b, err := New(ctx, cfg, kube, nc, withHealth(h))
+	if err != nil {
+		return err
+	}
+	if err := b.Run(ctx); err != nil {
 		return err
 	}
 	if err := drainConn(nc, 5*time.Second); err != nil {

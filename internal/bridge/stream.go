@@ -62,13 +62,13 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg *config.Confi
 	return sink.WaitForStream(ctx, js, streamConfig(cfg, subjects), subjects.ClusterWildcard(), sink.WithAttemptObserver(attempts))
 }
 
-// newEncoder is the encoder for the stream info describes: deleted events
-// carry Nats-TTL and Nats-Rollup only where the stream takes them, since a
-// stream refuses a message with a header it does not allow, and the
-// publisher would retry it forever.
-func newEncoder(cfg *config.Config, subjects contract.Subjects, info *jetstream.StreamInfo) *encode.Encoder {
+// newEncoder is the encoder of a term (0: none yet) for the stream info
+// describes: deleted events carry Nats-TTL and Nats-Rollup only where the
+// stream takes them, since a stream refuses a message with a header it
+// does not allow, and the publisher would retry it forever.
+func newEncoder(cfg *config.Config, subjects contract.Subjects, info *jetstream.StreamInfo, term uint64) *encode.Encoder {
 	ttl, rollup := sink.FeaturesOf(info.Config).Tombstones(cfg.TombstoneTTL)
-	return &encode.Encoder{Subjects: subjects, TombstoneTTL: ttl, TombstoneRollup: rollup}
+	return &encode.Encoder{Subjects: subjects, TombstoneTTL: ttl, TombstoneRollup: rollup, Term: term}
 }
 
 // streamLimits is the largest message the bridge may publish: the smaller of

@@ -95,7 +95,7 @@ func TestTombstonesOnBareStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := newEncoder(cfg, testSubjects, info); e.TombstoneTTL != 0 || e.TombstoneRollup {
+	if e := newEncoder(cfg, testSubjects, info, 0); e.TombstoneTTL != 0 || e.TombstoneRollup {
 		t.Errorf("encoder for a bare stream: TombstoneTTL %v, TombstoneRollup %v; want neither", e.TombstoneTTL, e.TombstoneRollup)
 	}
 	startBridge(t, cfg, cluster.kube(), nc)

@@ -80,7 +80,7 @@ func fillStream(b *testing.B, env map[string]string, objects, resyncs int) (*jet
 	if err != nil {
 		b.Fatal(err)
 	}
-	enc := newEncoder(cfg, testSubjects, info)
+	enc := newEncoder(cfg, testSubjects, info, 0)
 	pub, err := sink.NewPublisher(js)
 	if err != nil {
 		b.Fatal(err)

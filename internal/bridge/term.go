@@ -25,7 +25,7 @@ type termPublisher interface {
 // startTerm publishes this replica's term marker before anything else it
 // publishes, retrying until it is stored or ctx ends, and returns the
 // fence of the term: the marker's stream sequence. Every later event
-// carries it (enc.Term), and every publish is conditional on its subject's
+// carries it (the term's encoder is made with it), and every publish is conditional on its subject's
 // last sequence, so a replica that has been deposed, but does not know it
 // yet, cannot overwrite what this term wrote.
 func startTerm(ctx context.Context, js termPublisher, stream termStream, enc *encode.Encoder, d contract.TermData, now time.Time, backoff time.Duration) (*sink.Fence, error) {
@@ -40,7 +40,6 @@ func startTerm(ctx context.Context, js termPublisher, stream termStream, enc *en
 		ack, err := js.PublishMsg(actx, msg)
 		cancel()
 		if err == nil {
-			enc.Term = ack.Sequence
 			logger.Info("Term started: every event carries this term; a publish over a newer term's message is refused", "term", ack.Sequence, "holder", d.Holder)
 			return sink.NewFence(ack.Sequence, streamTerms{stream: stream, subject: msg.Subject}, stream), nil
 		}
