@@ -213,8 +213,7 @@ func (in *intake) takeLive() (work, bool) {
 		st.queue = st.queue[1:]
 		st.busy = true
 		if p.run != nil {
-			p.run.deferred--
-			p.run.inFlight++
+			p.run.sent()
 			st.itemOf = p.run
 		}
 		return work{ref: ref, c: p.c, run: p.run, truncate: p.truncate, since: p.since}, true
@@ -246,7 +245,7 @@ func (in *intake) requeue(ref objectRef, c informers.Change, since time.Time) {
 	in.push(st, pending{c: c, uid: uidOf(c.Object), truncate: true, run: run, since: since})
 	for _, w := range waiting {
 		if w.run != nil {
-			w.run.deferred--
+			w.run.unqueued()
 		}
 		// Counted when they first arrived.
 		_ = in.merge(st, w)
@@ -260,7 +259,7 @@ func (in *intake) requeue(ref objectRef, c informers.Change, since time.Time) {
 func (st *objectState) land() {
 	st.busy = false
 	if st.itemOf != nil {
-		st.itemOf.inFlight--
+		st.itemOf.landed()
 		st.itemOf = nil
 	}
 }

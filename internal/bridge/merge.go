@@ -45,15 +45,15 @@ func (in *intake) merge(st *objectState, p pending) (coalesced int) {
 			coalesced = 1
 		}
 		if last.run != nil {
-			last.run.deferred--
+			last.run.unqueued()
 		}
 		p.c.Coalesced = absorbed
 		p.truncate = p.truncate || last.truncate
 		p.since = oldest(last.since, p.since)
-		p.run.deferred++
+		p.run.queued()
 		*last = p
 	case lv == informers.SnapshotItem && cv == informers.Deleted:
-		last.run.deferred--
+		last.run.unqueued()
 		absorbed := last.c.Coalesced
 		p.truncate = p.truncate || last.truncate
 		p.since = oldest(last.since, p.since)
@@ -103,7 +103,7 @@ func oldest(a, b time.Time) time.Time {
 
 func (in *intake) push(st *objectState, p pending) {
 	if p.run != nil {
-		p.run.deferred++
+		p.run.queued()
 	}
 	st.queue = append(st.queue, p)
 }

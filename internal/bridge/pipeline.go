@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,56 +157,22 @@ func (p *pipeline) collect(hard context.Context, ordered <-chan chan sink.Envelo
 	}
 }
 
-// envelope encodes w. Every path ends in exactly one call of the intake's
-// done for an object, once the publish is settled.
+// envelope encodes w. Every path ends in one call of settle, or, for a
+// marker that cannot be encoded, in its snapshot's failure.
 func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 	c := w.c
 	resource := c.Resource.String()
 	verb, snapshotID := c.Verb, c.SnapshotID
-	published := p.metrics.EventsPublished.WithLabelValues(resource, string(verb))
-	lag := p.metrics.EventLag.WithLabelValues(resource)
-	var stored *atomic.Int64
+	f := &flight{w: w}
 	if verb == informers.SnapshotItem {
-		stored = p.items.counter(snapshotID)
+		f.stored = p.items.counter(snapshotID)
 	}
-	// endCount is the end marker's item count, taken when it is built.
-	var endCount int
-	done := func(err error) {
-		switch {
-		case err == nil:
-			published.Inc()
-			if !w.since.IsZero() {
-				lag.Observe(time.Since(w.since).Seconds())
-			}
-			if stored != nil {
-				stored.Add(1)
-			}
-			p.unpublishable.forget(c)
-		case errors.Is(err, sink.ErrRejected) && w.ref != (objectRef{}) && !w.truncate:
-			// The stream's limits may have changed: read them again and
-			// send the object without its content, in its turn.
-			p.counters.unacked.Add(1)
-			p.rereadLimits()
-			p.intake.requeue(w.ref, c, w.since)
-			return
-		case errors.Is(err, sink.ErrRejected) && w.ref != (objectRef{}):
-			p.counters.unacked.Add(1)
-			p.giveUp(logger, w, err)
-		default:
-			p.counters.unacked.Add(1)
-		}
-		if verb == informers.SnapshotEnd {
-			p.markers.done(snapshotID, markerResult{stored: endCount, err: err})
-		}
-		if w.ref != (objectRef{}) {
-			p.intake.done(w.ref)
-		}
-	}
+	done := func(err error) { p.settle(logger, f, err) }
 	if verb == informers.SnapshotEnd {
 		// Encoded when every item before it is settled, with their count.
 		return sink.Envelope{Barrier: true, Done: done, Build: func() (*nats.Msg, error) {
-			endCount, c.SnapshotUnpublished = p.items.close(snapshotID)
-			c.SnapshotCount = endCount
+			f.endCount, c.SnapshotUnpublished = p.items.close(snapshotID)
+			c.SnapshotCount = f.endCount
 			enc, err := p.encoder.EncodeWithin(c, p.maxPayload())
 			if err != nil {
 				p.metrics.EncodeErrors.WithLabelValues(resource).Inc()
@@ -229,8 +196,7 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 			p.markers.done(snapshotID, markerResult{err: err})
 			return sink.Envelope{}
 		}
-		p.giveUp(logger, w, err)
-		p.intake.done(w.ref)
+		done(fmt.Errorf("%w: %w", errUnencodable, err))
 		return sink.Envelope{}
 	}
 	if enc.Truncated {
@@ -238,6 +204,60 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 		logger.Info("Object exceeds the message size limit; published without its content (truncated=true)", "subject", enc.Msg.Subject, "id", enc.ID, "limit", limit)
 	}
 	return sink.Envelope{Msg: enc.Msg, Barrier: verb.IsMarker(), Tombstone: verb == informers.Deleted, Done: done}
+}
+
+// flight is one work from its encoding to its outcome.
+type flight struct {
+	w work
+	// stored counts the snapshot's items stored (items only).
+	stored *atomic.Int64
+	// endCount is the end marker's item count, taken when it is built.
+	endCount int
+}
+
+// errUnencodable is the outcome of a change that cannot be encoded in any
+// form.
+var errUnencodable = errors.New("cannot be encoded")
+
+// settle records the outcome of f's publish: the one place where metrics,
+// the snapshot's counts, the end marker's result and the intake's done for
+// the object are told. It runs once per flight; a change rejected with its
+// content goes back to the intake (requeue) and comes again as a new
+// flight, without its content.
+func (p *pipeline) settle(logger klog.Logger, f *flight, err error) {
+	w, c := f.w, f.w.c
+	object := w.ref != (objectRef{})
+	switch {
+	case err == nil:
+		p.metrics.EventsPublished.WithLabelValues(c.Resource.String(), string(c.Verb)).Inc()
+		if !w.since.IsZero() {
+			p.metrics.EventLag.WithLabelValues(c.Resource.String()).Observe(time.Since(w.since).Seconds())
+		}
+		if f.stored != nil {
+			f.stored.Add(1)
+		}
+		p.unpublishable.forget(c)
+	case errors.Is(err, errUnencodable):
+		p.giveUp(logger, w, err)
+	case errors.Is(err, sink.ErrRejected) && object && !w.truncate:
+		// The stream's limits may have changed: read them again and
+		// send the object without its content, in its turn.
+		p.counters.unacked.Add(1)
+		p.rereadLimits()
+		p.intake.requeue(w.ref, c, w.since)
+		return
+	case errors.Is(err, sink.ErrRejected) && object:
+		p.counters.unacked.Add(1)
+		p.giveUp(logger, w, err)
+	default:
+		p.counters.unacked.Add(1)
+	}
+	if c.Verb == informers.SnapshotEnd {
+		p.markers.done(c.SnapshotID, markerResult{stored: f.endCount, err: err})
+	}
+	if object {
+		p.intake.done(w.ref)
+	}
 }
 
 // giveUp records a change that cannot be published in any form. A snapshot

@@ -10,6 +10,11 @@ import (
 // listed at its begin, how far it got, how many of its items wait in an
 // object's queue behind a change in flight (deferred) and how many are in
 // flight (inFlight). It is guarded by the intake's lock.
+//
+// The counts change only through the methods below, so that one file
+// shows the invariant the end marker relies on: every item handed on is
+// deferred or in flight until it lands, exactly once, and the end is
+// taken only when none is either (settled).
 type snapshotRun struct {
 	res      *informers.Resource
 	src      cacheReader
@@ -21,6 +26,29 @@ type snapshotRun struct {
 	deferred int
 	inFlight int
 }
+
+// queued records an item that waits in an object's queue.
+func (r *snapshotRun) queued() { r.deferred++ }
+
+// unqueued records an item that left an object's queue without being sent:
+// a later change or item took its place.
+func (r *snapshotRun) unqueued() { r.deferred-- }
+
+// sent records a queued item handed on to be published.
+func (r *snapshotRun) sent() {
+	r.deferred--
+	r.inFlight++
+}
+
+// sentDirect records an item handed on at once: its object had nothing
+// pending.
+func (r *snapshotRun) sentDirect() { r.inFlight++ }
+
+// landed records that an item in flight is settled.
+func (r *snapshotRun) landed() { r.inFlight-- }
+
+// settled reports whether no item of the run waits or is in flight.
+func (r *snapshotRun) settled() bool { return r.deferred == 0 && r.inFlight == 0 }
 
 // cacheReader is what a snapshot reads: the keys in an informer cache and
 // the object under a key. *informers.Source is one.
@@ -73,12 +101,12 @@ func (in *intake) takeSnapshot() (work, bool) {
 				continue
 			}
 			in.objects[ref] = &objectState{busy: true, itemOf: run}
-			run.inFlight++
+			run.sentDirect()
 			return work{ref: ref, c: item.c, run: run}, true
 		}
 		// The end waits until every item is settled: a rejected item comes
 		// back to be sent without its content, and must precede the end.
-		if run.deferred > 0 || run.inFlight > 0 {
+		if !run.settled() {
 			continue
 		}
 		in.runs = append(in.runs[:i], in.runs[i+1:]...)
