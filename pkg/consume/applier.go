@@ -73,7 +73,7 @@ func (c *Client) NewApplier(filters []Filter, opts ...ApplierOption) (*Applier, 
 }
 
 func newApplier(dec *decoder, fs []filter, o stateOptions) (*Applier, error) {
-	a := &Applier{dec: dec, hooks: o.hooks, stop: o.stopOnViolation, seed: maphash.MakeSeed(),
+	a := &Applier{dec: dec, hooks: o.hooks, stop: o.stopOnViolation, seed: maphash.MakeSeed(), keepOnSweep: o.keepOnSweep,
 		stats: Stats{Violations: map[ViolationKind]uint64{}}}
 	for _, f := range fs {
 		for _, t := range a.types {

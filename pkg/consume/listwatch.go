@@ -153,11 +153,14 @@ func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOpt
 // relist ends the current session and starts one from a new bootstrap.
 func (lw *ListWatch) relist(ctx context.Context, sel selectors) (*session, error) {
 	lw.endSession()
-	st, err := lw.c.newState([]Filter{lw.f.Filter}, lw.opts)
+	guard := &sweepGuard{c: lw.c, ctx: ctx}
+	o := lw.opts
+	o.keepOnSweep = guard.keep
+	st, err := lw.c.newState([]Filter{lw.f.Filter}, o)
 	if err != nil {
 		return nil, err
 	}
-	s := newSession(lw.c, lw.f, sel, lw.example)
+	s := newSession(lw.f, sel, lw.example)
 	if err := s.bootstrap(ctx, st); err != nil {
 		return nil, err
 	}

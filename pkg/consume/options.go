@@ -82,6 +82,9 @@ type stateOptions struct {
 	indexers        map[contract.Type]cache.Indexers
 	hooks           Hooks
 	stopOnViolation bool
+	// keepOnSweep is the sweep guard of a ListWatch's State; no option
+	// sets it (see Applier.keepOnSweep).
+	keepOnSweep func(key string, obj any, end *Event) bool
 }
 
 // newOptions applies opts, whose configure method is given by the caller.

@@ -28,7 +28,6 @@ type session struct {
 	sel         selectors
 	exampleType reflect.Type
 	a           *Applier
-	guard       *sweepGuard
 
 	// pos is the stream sequence up to which messages were applied.
 	pos uint64
@@ -48,16 +47,14 @@ type session struct {
 	active *streamWatch
 }
 
-func newSession(c *Client, f filter, sel selectors, example runtime.Object) *session {
-	return &session{f: f, sel: sel, exampleType: reflect.TypeOf(example), guard: &sweepGuard{c: c}, visible: map[string]string{}}
+func newSession(f filter, sel selectors, example runtime.Object) *session {
+	return &session{f: f, sel: sel, exampleType: reflect.TypeOf(example), visible: map[string]string{}}
 }
 
 // bootstrap rebuilds the state with st, which must not have run: st runs
 // until it has synced, and from then on every change it applies reaches
 // the session. Changes applied before st stops are queued.
 func (s *session) bootstrap(ctx context.Context, st *State) error {
-	s.guard.ctx = ctx
-	st.a.keepOnSweep = s.guard.keep
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- st.Run(rctx) }()
@@ -202,7 +199,6 @@ func (s *session) watch(ctx context.Context, c *Client, timeoutSeconds *int64) (
 	}
 	w := &streamWatch{result: make(chan watch.Event), cancel: cancel, done: make(chan struct{})}
 	s.active = w
-	s.guard.ctx = ctx
 	go s.run(wctx, w, r)
 	return w, nil
 }

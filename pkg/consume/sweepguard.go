@@ -24,7 +24,9 @@ import (
 // object is kept, and its newer messages, read later, carry it on (to its
 // delete, if that is what the last message is).
 type sweepGuard struct {
-	c      *Client
+	c *Client
+	// ctx is the context of the ListWatch's relist that made the guard,
+	// for its logger and values; see keep for why not its cancellation.
 	ctx    context.Context
 	stream jetstream.Stream
 }
