@@ -68,6 +68,13 @@ const nameOf = (m, ev) => (allClusters ? `${clusterOf(m.subject)}:` : "") + (ev.
 const state = new Map();
 // The open snapshot of each cluster: { id, seen: Set of NATS subjects }.
 const snapshots = new Map();
+// What each cluster's bridge watches of the type, from its latest begin
+// marker (docs/contract.md §1): objects outside it are not in the stream,
+// so compare the state with the cluster within it.
+const scopes = new Map(); // cluster → "namespaces=a,b labels=… fields=…" or "all"
+const scopeOf = (ev) =>
+  [ev.scopenamespaces && `namespaces=${ev.scopenamespaces}`, ev.scopelabels && `labels=${ev.scopelabels}`,
+    ev.scopefields && `fields=${ev.scopefields}`].filter(Boolean).join(" ") || "all";
 let live = false;
 
 function apply(m) {
@@ -85,9 +92,13 @@ function apply(m) {
     return say(`fenced ${ev.type.slice(T.length)} ${nameOf(m, ev)} term=${ev.term} seq=${m.seq}`);
   }
   switch (ev.type) {
-    case T + "snapshot.begin":
+    case T + "snapshot.begin": {
       snapshots.set(cluster, { id: ev.snapshotid, seen: new Set() });
+      const scope = scopeOf(ev);
+      if (live && scopes.get(cluster) !== scope) say(`scope ${allClusters ? cluster + ":" : ""}${scope}`);
+      scopes.set(cluster, scope);
       return;
+    }
     case T + "snapshot.end": {
       // An end whose begin was not read ends nothing (the begin was
       // compacted away, or preceded the first message read).
@@ -138,6 +149,7 @@ function say(line) {
 
 function printState() {
   for (const o of [...state.values()].sort((a, b) => a.subject.localeCompare(b.subject))) say(`state ${o.subject} rv=${o.rv}`);
+  for (const [cluster, scope] of [...scopes].sort()) say(`scope ${allClusters ? cluster + ":" : ""}${scope}`);
   say(`synced ${state.size} objects`);
   live = true;
 }

@@ -78,6 +78,11 @@ func TestJSConsumer(t *testing.T) {
 	if d := diffState(got, want); d != "" {
 		t.Fatalf("the JS consumer's state differs from the apiserver's list: %s\n%s", d, js.output())
 	}
+	// The harness's bridges watch its namespace only: the begin markers
+	// say so, and the example says what it compares within.
+	if !slices.Contains(js.lines()[:synced], "scope namespaces="+h.ns) {
+		t.Errorf("the JS consumer did not print the scope the bridge watches (namespaces=%s)\n%s", h.ns, js.output())
+	}
 	if !slices.ContainsFunc(js.lines()[:synced], lateLineRE(h.ns+"/late-boot", "fenced").MatchString) {
 		t.Errorf("the JS consumer did not say it fenced the late message before it synced\n%s", js.output())
 	}
