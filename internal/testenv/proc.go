@@ -36,12 +36,13 @@ func startProcess(name, bin, logPath string, args []string) (*process, error) {
 	cmd.Stdout = f
 	cmd.Stderr = f
 	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
+	waited, err := StartLocked(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &process{name: name, logPath: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() {
-		p.err = cmd.Wait()
+		p.err = <-waited
 		close(p.done)
 	}()
 	return p, nil

@@ -241,11 +241,13 @@ func (h *harness) launchBridge(vars map[string]string) *bridge {
 	b.cmd.Env = h.bridgeEnv(vars)
 	b.cmd.Stdout, b.cmd.Stderr = outF, errF
 	b.cmd.SysProcAttr = sysProcAttr()
-	if err := b.cmd.Start(); err != nil {
+	// On a locked thread: see testenv.StartLocked.
+	waited, err := testenv.StartLocked(b.cmd)
+	if err != nil {
 		h.t.Fatalf("start bridge: %v", err)
 	}
 	go func() {
-		_ = b.cmd.Wait()
+		<-waited
 		b.state = b.cmd.ProcessState
 		close(b.done)
 	}()
