@@ -192,11 +192,11 @@ func serveEndpoints(ctx context.Context, cfg *config.Config, h *health, listenin
 	if cfg.HTTPAddr == "off" {
 		return nil
 	}
-	addr, err := metrics.ListenAndServe(ctx, cfg.HTTPAddr, metrics.Handler(h.metrics, h.checks()))
+	addr, err := metrics.ListenAndServe(ctx, cfg.HTTPAddr, metrics.Handler(h.metrics, h.checks(), cfg.PProf))
 	if err != nil {
 		return err
 	}
-	klog.FromContext(ctx).Info("Serving /healthz, /readyz and /metrics", "address", addr.String())
+	klog.FromContext(ctx).Info("Serving /healthz, /readyz and /metrics", "address", addr.String(), "pprof", cfg.PProf)
 	if listening != nil {
 		listening(addr)
 	}

@@ -191,3 +191,30 @@ func get(t *testing.T, url string) (int, string) {
 	}
 	return resp.StatusCode, string(body)
 }
+
+// TestProfilesOnlyWhenAsked: /debug/pprof/ is served with BRIDGE_PPROF=true
+// and not without it.
+func TestProfilesOnlyWhenAsked(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		nc, _ := connect(t, startNATS(t).url())
+		cluster := newFakeCluster()
+		addr := make(chan net.Addr, 1)
+		r := startBridgeWith(t, testConfig(t, map[string]string{"BRIDGE_PPROF": fmt.Sprint(on)}), cluster.kube(), nc,
+			WithListening(func(a net.Addr) { addr <- a }))
+		base := "http://" + (<-addr).String()
+		for path, want := range map[string]int{"/debug/pprof/cmdline": http.StatusNotFound, "/debug/pprof/": http.StatusNotFound, "/metrics": http.StatusOK} {
+			if on && path != "/metrics" {
+				want = http.StatusOK
+			}
+			resp, err := http.Get(base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("BRIDGE_PPROF=%v: GET %s: %d, want %d", on, path, resp.StatusCode, want)
+			}
+		}
+		r.stop(t)
+	}
+}

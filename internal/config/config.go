@@ -39,6 +39,7 @@ type Config struct {
 	LogVerbosity       int           `env:"BRIDGE_LOG_VERBOSITY, default=0" help:"klog verbosity, as -v: 0 start-up and problems, 2 snapshots and reconnects, 4 every retry, 6 every event."`
 
 	HTTPAddr string `env:"BRIDGE_HTTP_ADDR, default=:8080" help:"Listen address (host:port) of /healthz, /readyz and /metrics; off disables the listener."`
+	PProf    bool   `env:"BRIDGE_PPROF, default=false" help:"Also serve Go's runtime profiles (net/http/pprof) under /debug/pprof/ on BRIDGE_HTTP_ADDR, for profiling the bridge under load (docs/performance.md). Off by default: a profile shows what the process holds, and taking one costs CPU."`
 
 	KubeContext string  `env:"BRIDGE_KUBE_CONTEXT" help:"Kubeconfig context to use instead of the current one. Kubernetes access: in-cluster config when running in a pod without KUBECONFIG, else KUBECONFIG or ~/.kube/config, as kubectl."`
 	KubeQPS     float32 `env:"BRIDGE_KUBE_QPS, default=50" help:"Client-side rate limit for API requests (queries per second)."`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -19,12 +20,22 @@ type Checks struct {
 	Ready func() error
 }
 
-// Handler serves /metrics from m's registry, /healthz and /readyz.
-func Handler(m *Metrics, checks Checks) http.Handler {
+// Handler serves /metrics from m's registry, /healthz and /readyz, and,
+// with profiles, Go's runtime profiles under /debug/pprof/.
+func Handler(m *Metrics, checks Checks, profiles bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
 	mux.HandleFunc("/healthz", check(checks.Live))
 	mux.HandleFunc("/readyz", check(checks.Ready))
+	if profiles {
+		// Registered on this mux only: importing net/http/pprof adds them to
+		// http.DefaultServeMux too, which nothing here serves.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 
