@@ -94,6 +94,9 @@ type mode struct {
 	// budget is the bridge's BRIDGE_PUBLISH_BUFFER_BYTES; empty is the
 	// default.
 	budget string
+	// noGzip sets rest.Config.DisableCompression: the apiserver's
+	// responses are not gzipped (client-go asks for gzip by default).
+	noGzip bool
 }
 
 var modes = []mode{
@@ -108,10 +111,14 @@ var modes = []mode{
 
 // id names a mode run: its name, with the budget if one is set.
 func (m mode) id() string {
-	if m.budget == "" {
-		return m.name
+	id := m.name
+	if m.budget != "" {
+		id += "@" + m.budget
 	}
-	return m.name + "@" + m.budget
+	if m.noGzip {
+		id += "+nogzip"
+	}
+	return id
 }
 
 func (m mode) isBridge() bool { return strings.HasPrefix(m.name, "bridge-") }
@@ -150,6 +157,12 @@ type result struct {
 	MaxBufferBytes int64 `json:"maxPublishBufferBytes"`
 	// Updates is how many update notifications the informer delivered.
 	Updates int64 `json:"updates"`
+	// CPUStartSecs and CPUEndSecs are the process's CPU time (user and
+	// system) when the measurement began and when it ended: the CPU a
+	// churn cost is churn.CPUStartSecs - ready.CPUEndSecs, without the
+	// collections a measurement forces.
+	CPUStartSecs float64 `json:"cpuStartSeconds"`
+	CPUEndSecs   float64 `json:"cpuEndSeconds"`
 }
 
 // run is one mode's measurements and what the parent checked.
@@ -313,7 +326,8 @@ func selectModes(only string) ([]mode, error) {
 	}
 	var out []mode
 	for _, name := range strings.Split(only, ",") {
-		name, budget, _ := strings.Cut(strings.TrimSpace(name), "@")
+		name, noGzip := strings.CutSuffix(strings.TrimSpace(name), "+nogzip")
+		name, budget, _ := strings.Cut(name, "@")
 		found := false
 		for _, m := range modes {
 			if m.name == name {
@@ -323,6 +337,10 @@ func selectModes(only string) ([]mode, error) {
 					}
 					m.budget = budget
 					m.label += ", publish buffer " + budget
+				}
+				if noGzip {
+					m.noGzip = true
+					m.label += ", no gzip"
 				}
 				out = append(out, m)
 				found = true
@@ -430,6 +448,9 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 	args := []string{"child", m.name, "-kubeconfig", b.kubeconfig, "-nats", natsURL, "-settle", b.settle.String(), "-stream", streamName(m)}
 	if m.budget != "" {
 		args = append(args, "-budget", m.budget)
+	}
+	if m.noGzip {
+		args = append(args, "-no-gzip")
 	}
 	if b.churn.updates > 0 {
 		args = append(args, "-wait")
@@ -847,6 +868,31 @@ func printChurnReport(w io.Writer, b *bench, runs []run) {
 		fmt.Fprintf(w, "| %s | %.1f | %.1f | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %.1f | %.1f |\n",
 			rn.m.label, kib(rn.ready.VmHWMKiB), kib(r.VmHWMKiB), ratio, kib(r.VmRSSKiB), mib(r.HeapInuse), mib(r.MaxLiveHeap), mib(r.MaxHeapAlloc), pending, buffer, churnSecs, outage)
 	}
+	// CPU is compared with the typed informer run the same way (gzip on
+	// or off), when there is one.
+	fmt.Fprintf(w, "\n| mode | CPU s during the churn | CPU ms per 1,000 updates | ÷ %s (same gzip setting) |\n", refLabel)
+	fmt.Fprintln(w, "|---|--:|--:|--:|")
+	perK := func(rn run) float64 {
+		return (rn.churn.CPUStartSecs - rn.ready.CPUEndSecs) * 1000 / float64(c.updates) * 1000
+	}
+	cpuRef := func(rn run) *run {
+		for i := range runs {
+			if runs[i].m.name == "typed" && runs[i].m.noGzip == rn.m.noGzip && runs[i].churn != nil {
+				return &runs[i]
+			}
+		}
+		return ref
+	}
+	for _, rn := range runs {
+		if rn.churn == nil {
+			continue
+		}
+		ratio := "–"
+		if r := cpuRef(rn); r != nil && r.churn != nil {
+			ratio = fmt.Sprintf("%.2f", perK(rn)/perK(*r))
+		}
+		fmt.Fprintf(w, "| %s | %.2f | %.1f | %s |\n", rn.m.label, rn.churn.CPUStartSecs-rn.ready.CPUEndSecs, perK(rn), ratio)
+	}
 	fmt.Fprintln(w, "\n| mode | stream messages | snapshot begin/items/end | updated events | updates they stand for | coalesced events | truncated | mean updated event KiB |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|")
 	for _, rn := range runs {
@@ -861,6 +907,15 @@ func printChurnReport(w io.Writer, b *bench, runs []run) {
 		fmt.Fprintf(w, "| %s | %d | %d/%d/%d | %d | %d | %d | %d | %.0f |\n",
 			rn.m.label, sc.Msgs, sc.Begins, sc.Items, sc.Ends, sc.Updated, sc.Changes, sc.Coalesced, sc.Truncated, mean)
 	}
+}
+
+// cpuSeconds is the CPU time, user and system, this process has used.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 func cpuModel() string {
@@ -1025,6 +1080,7 @@ func child(args []string) error {
 	budget := fs.String("budget", "", "BRIDGE_PUBLISH_BUFFER_BYTES of a bridge mode; empty is the default")
 	settle := fs.Duration("settle", 2*time.Second, "sleep after runtime.GC() before measuring")
 	heapProfile := fs.String("heapprofile", "", "write a heap profile here after the last measurement, and one at the peak of the live heap next to it (-peak.pprof)")
+	noGzip := fs.Bool("no-gzip", false, "set rest.Config.DisableCompression")
 	wait := fs.Bool("wait", false, `after the first measurement, wait for "measure N" on stdin, then for N informer updates, and measure again`)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -1035,6 +1091,7 @@ func child(args []string) error {
 		return err
 	}
 	rc.QPS, rc.Burst = 50, 100
+	rc.DisableCompression = *noGzip
 	rc.UserAgent = "kubebridge-bench-memory/" + name
 	kube, err := bridge.KubeFromREST(rc)
 	if err != nil {
@@ -1162,6 +1219,7 @@ func child(args []string) error {
 	ready := time.Since(start)
 
 	measure := func(phase string) error {
+		cpuStart := cpuSeconds()
 		runtime.GC()
 		runtime.GC()
 		time.Sleep(*settle)
@@ -1174,6 +1232,7 @@ func child(args []string) error {
 		pk.fill(&r)
 		debug.FreeOSMemory()
 		r.FreedRSS, _ = procStatus()
+		r.CPUStartSecs, r.CPUEndSecs = cpuStart, cpuSeconds()
 		line, err := json.Marshal(r)
 		if err != nil {
 			return err
