@@ -49,7 +49,7 @@ func TestSecondBridgeFencesTheFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := replay.NewState(contract.Subjects{})
+	ref := replay.NewState(contract.Subjects{Prefix: h.prefix, Cluster: cluster})
 	var terms int
 	for _, m := range msgs {
 		if err := ref.Apply(m); err != nil {
