@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebridge/kubebridge/pkg/contract"
+	"github.com/kubebridge/kubebridge/pkg/streamread"
 )
 
 const verifySynopsis = `Usage: kubebridge verify [resource...] [-n namespace] [--against-cluster] [-o json] [flags]
@@ -134,60 +134,12 @@ func (v *verifier) read(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		return err
-	}
-	last := info.State.LastSeq
-	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: v.subjects(), DeliverPolicy: jetstream.DeliverAllPolicy})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = v.c.js.DeleteConsumer(dctx, v.c.stream, cons.CachedInfo().Name)
-	}()
-	ci, err := cons.Info(ctx)
-	if err != nil {
-		return err
-	}
-	if ci.NumPending == 0 {
-		return nil
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
-	for {
-		nctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		m, err := it.Next(jetstream.NextContext(nctx))
-		cancel()
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			// What was pending may have expired before it was delivered.
-			ci, err := cons.Info(ctx)
-			if err != nil {
-				return err
-			}
-			if ci.NumPending == 0 {
-				return nil
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			return err
-		}
-		seq := meta.Sequence.Stream
-		if err := v.message(seq, &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}); err != nil {
-			return err
-		}
-		if meta.NumPending == 0 || seq >= last {
-			return nil
-		}
-	}
+	return streamread.Read(ctx, st, jetstream.ConsumerConfig{
+		FilterSubjects: v.subjects(),
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckNonePolicy,
+		MemoryStorage:  true,
+	}, streamread.Fetching{Batch: 256, Wait: 2 * time.Second}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) error {
+		return v.message(meta.Sequence.Stream, &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+	})
 }
