@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -31,7 +32,6 @@ Exit code: 0 the contract holds (and the cluster agrees), 1 it is broken
 (or the cluster differs), 2 the stream could not be read.`
 
 type verifyFlags struct {
-	conn        connFlags
 	namespace   string
 	output      string
 	against     bool
@@ -42,35 +42,31 @@ type verifyFlags struct {
 
 func runVerify(ctx context.Context, e *env, args []string) int {
 	var f verifyFlags
-	fs := newFlagSet(e, "verify", verifySynopsis)
-	f.conn.register(fs)
+	cmd := newStreamCommand(e, "verify", verifySynopsis, ExitError)
+	fs := cmd.fs
 	stringVar(fs, &f.namespace, []string{"n", "namespace"}, "", "check the objects of this namespace only (default: all)")
 	stringVar(fs, &f.output, []string{"o", "output"}, "", "json: print the report as JSON")
 	fs.BoolVar(&f.against, "against-cluster", false, "compare the replayed state with the apiserver's lists")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --against-cluster (default $KUBECONFIG, else ~/.kube/config, else in-cluster)")
 	fs.StringVar(&f.kubeContext, "kube-context", "", "kubeconfig context for --against-cluster")
 	fs.IntVar(&f.maxFindings, "max-findings", 20, "findings printed per kind (all are counted)")
-	pos, code := parseArgs(e, fs, args)
+	pos, code := cmd.parse(args)
 	if code >= 0 {
 		return code
 	}
 	if f.output != "" && f.output != "json" {
-		e.errorf("unknown output format %q: use json", f.output)
-		return ExitError
+		return cmd.usageError("unknown output format %q: use json", f.output)
 	}
-	ctx = logContext(ctx, e.stderr, f.conn.verbosity)
-	c, err := f.conn.connect(ctx, e.getenv)
-	if err != nil {
-		e.errorf("%v", err)
-		return ExitError
+	ctx, c, code := cmd.connect(ctx)
+	if c == nil {
+		return code
 	}
 	defer c.Close()
 	var only []streamType
 	for _, word := range pos {
 		r, err := resolve(ctx, c, word)
 		if err != nil {
-			e.errorf("%v", err)
-			return ExitError
+			return cmd.fail(err)
 		}
 		if r.chosen {
 			// verify checks every version it was not told to leave out.
@@ -80,19 +76,16 @@ func runVerify(ctx context.Context, e *env, args []string) int {
 	}
 	v := newVerifier(c, f.namespace, only)
 	if err := v.read(ctx); err != nil {
-		e.errorf("replay of %s: %v", c.stream, err)
-		return ExitError
+		return cmd.fail(fmt.Errorf("replay of %s: %w", c.stream, err))
 	}
 	rep := v.report()
 	if f.against {
 		if err := compareWithCluster(ctx, e, f, v, &rep); err != nil {
-			e.errorf("against the cluster: %v", err)
-			return ExitError
+			return cmd.fail(fmt.Errorf("against the cluster: %w", err))
 		}
 	}
 	if err := rep.write(e.stdout, f.output, f.maxFindings); err != nil {
-		e.errorf("%v", err)
-		return ExitError
+		return cmd.fail(err)
 	}
 	if rep.Breaches > 0 || rep.Differences > 0 {
 		return ExitFindings
