@@ -3,14 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"slices"
-	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/kubebridge/kubebridge/pkg/contract"
-	"github.com/kubebridge/kubebridge/pkg/streamread"
 )
 
 const verifySynopsis = `Usage: kubebridge verify [resource...] [-n namespace] [--against-cluster] [-o json] [flags]
@@ -91,48 +83,4 @@ func runVerify(ctx context.Context, e *env, args []string) int {
 		return ExitFindings
 	}
 	return ExitOK
-}
-
-// subjects are the consumer's filters: the cluster's subjects (of the
-// types and namespace asked for) and its term markers.
-func (v *verifier) subjects() []string {
-	s := v.c.subjects
-	scoped := func(typeSubject string) []string {
-		if v.namespace == "" {
-			return []string{typeSubject + ".>"}
-		}
-		return []string{typeSubject + "." + contract.EscapeToken(v.namespace) + ".*", typeSubject + "." + contract.SnapshotToken + ".*"}
-	}
-	var out []string
-	switch {
-	case v.only == nil && v.namespace == "":
-		return []string{s.Prefix + "." + s.Cluster + ".>"}
-	case v.only == nil:
-		out = scoped(s.Prefix + "." + s.Cluster + ".*.*.*")
-	default:
-		for _, t := range v.only {
-			for _, subj := range scoped(t.subject(s)) {
-				if !slices.Contains(out, subj) {
-					out = append(out, subj)
-				}
-			}
-		}
-	}
-	return append(out, s.Term())
-}
-
-// read replays the messages stored up to now, oldest first.
-func (v *verifier) read(ctx context.Context) error {
-	st, err := v.c.js.Stream(ctx, v.c.stream)
-	if err != nil {
-		return err
-	}
-	return streamread.Read(ctx, st, jetstream.ConsumerConfig{
-		FilterSubjects: v.subjects(),
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		AckPolicy:      jetstream.AckNonePolicy,
-		MemoryStorage:  true,
-	}, streamread.Fetching{Batch: 256, Wait: 2 * time.Second}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) error {
-		return v.message(meta.Sequence.Stream, &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-	})
 }
