@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubebridge/kubebridge/internal/bridgetest"
+	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 )
 
@@ -124,7 +125,7 @@ func TestControllerOnBothSources(t *testing.T) {
 func runBridge(t *testing.T, env *testenv.Env, f flags) {
 	t.Helper()
 	// Closed after the stream is deleted: cleanups run last first.
-	nc := bridgetest.Connect(t, f.natsURL)
+	nc := natstest.Connect(t, f.natsURL)
 	run := bridgetest.Start(t, env, map[string]string{
 		"BRIDGE_RESOURCES": "configmaps", "BRIDGE_NAMESPACES": f.namespace, "BRIDGE_CLUSTER_NAME": f.cluster,
 		"BRIDGE_SUBJECT_PREFIX": f.prefix, "BRIDGE_STREAM_NAME": f.stream, "NATS_URL": f.natsURL,

@@ -8,30 +8,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/sethvargo/go-envconfig"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubebridge/kubebridge/internal/bridge"
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 )
 
 // readyTimeout is how long Start waits for the start-up snapshots: the
 // first bridge of a test binary waits for the apiserver's discovery too.
 const readyTimeout = 90 * time.Second
-
-// Connect connects to url, reconnecting for as long as the test runs (a
-// test may restart the server), and closes the connection when it ends.
-func Connect(t testing.TB, url string) *nats.Conn {
-	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
 
 // Run is one Serve of the bridge.
 type Run struct {
@@ -61,7 +49,7 @@ func Start(t testing.TB, env *testenv.Env, vars map[string]string) *Run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc := Connect(t, all["NATS_URL"])
+	nc := natstest.Connect(t, all["NATS_URL"])
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	r := &Run{t: t, cancel: cancel, done: make(chan struct{})}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/bridgetest"
 	"github.com/kubebridge/kubebridge/internal/cli"
+	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
@@ -66,7 +67,7 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) connect() *nats.Conn {
 	h.t.Helper()
-	return bridgetest.Connect(h.t, h.env.NATSURL())
+	return natstest.Connect(h.t, h.env.NATSURL())
 }
 
 // namespace creates a namespace with a default service account (no

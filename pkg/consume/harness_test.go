@@ -26,6 +26,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/bridgetest"
 	"github.com/kubebridge/kubebridge/internal/fixtures"
+	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/consume"
 )
@@ -87,7 +88,7 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) connect() *nats.Conn {
 	h.t.Helper()
-	return bridgetest.Connect(h.t, h.env.NATSURL())
+	return natstest.Connect(h.t, h.env.NATSURL())
 }
 
 func (h *harness) client() *consume.Client {
