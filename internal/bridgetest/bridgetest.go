@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sethvargo/go-envconfig"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubebridge/kubebridge/internal/bridge"
@@ -89,4 +92,26 @@ func (r *Run) Stop() {
 			r.t.Errorf("Serve: %v", err)
 		}
 	})
+}
+
+// Kube returns a clientset of env's apiserver and the REST config it uses,
+// whose rate limits are raised for tests that create many objects at once.
+func Kube(t testing.TB, env *testenv.Env) (kubernetes.Interface, *rest.Config) {
+	t.Helper()
+	rc := env.RESTConfig()
+	rc.QPS, rc.Burst = 500, 1000
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, rc
+}
+
+// JetStream returns a JetStream context on env's NATS, and deletes the
+// test's stream when it ends.
+func JetStream(t testing.TB, env *testenv.Env, stream string) jetstream.JetStream {
+	t.Helper()
+	_, js := natstest.JetStream(t, env.NATSURL())
+	t.Cleanup(func() { _ = js.DeleteStream(context.Background(), stream) })
+	return js
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/bridgetest"
 	"github.com/kubebridge/kubebridge/internal/cli"
-	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
@@ -52,22 +50,9 @@ func newHarness(t *testing.T) *harness {
 	env := testenv.Get(t)
 	n := harnessSeq.Add(1)
 	h := &harness{t: t, env: env, prefix: fmt.Sprintf("cli%d", n), stream: fmt.Sprintf("CLI_%d", n)}
-	rc := env.RESTConfig()
-	rc.QPS, rc.Burst = 500, 1000
-	var err error
-	if h.cs, err = kubernetes.NewForConfig(rc); err != nil {
-		t.Fatal(err)
-	}
-	if h.js, err = jetstream.New(h.connect()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.js.DeleteStream(context.Background(), h.stream) })
+	h.cs, _ = bridgetest.Kube(t, env)
+	h.js = bridgetest.JetStream(t, env, h.stream)
 	return h
-}
-
-func (h *harness) connect() *nats.Conn {
-	h.t.Helper()
-	return natstest.Connect(h.t, h.env.NATSURL())
 }
 
 // namespace creates a namespace with a default service account (no

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,11 +21,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubebridge/kubebridge/internal/bridgetest"
 	"github.com/kubebridge/kubebridge/internal/fixtures"
-	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/consume"
 )
@@ -63,12 +62,9 @@ func newHarness(t *testing.T) *harness {
 	env := testenv.Get(t)
 	n := harnessSeq.Add(1)
 	h := &harness{t: t, env: env, prefix: fmt.Sprintf("consume%d", n), stream: fmt.Sprintf("CONSUME_%d", n)}
-	rc := env.RESTConfig()
-	rc.QPS, rc.Burst = 500, 1000
+	var rc *rest.Config
+	h.cs, rc = bridgetest.Kube(t, env)
 	var err error
-	if h.cs, err = kubernetes.NewForConfig(rc); err != nil {
-		t.Fatal(err)
-	}
 	if h.dyn, err = dynamic.NewForConfig(rc); err != nil {
 		t.Fatal(err)
 	}
@@ -78,17 +74,8 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h.ns = ns.Name
-	nc := h.connect()
-	if h.js, err = jetstream.New(nc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.js.DeleteStream(context.Background(), h.stream) })
+	h.js = bridgetest.JetStream(t, env, h.stream)
 	return h
-}
-
-func (h *harness) connect() *nats.Conn {
-	h.t.Helper()
-	return natstest.Connect(h.t, h.env.NATSURL())
 }
 
 func (h *harness) client() *consume.Client {
