@@ -10,8 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sethvargo/go-envconfig"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubebridge/kubebridge/internal/bridge"
@@ -92,19 +90,6 @@ func (r *Run) Stop() {
 			r.t.Errorf("Serve: %v", err)
 		}
 	})
-}
-
-// Kube returns a clientset of env's apiserver and the REST config it uses,
-// whose rate limits are raised for tests that create many objects at once.
-func Kube(t testing.TB, env *testenv.Env) (kubernetes.Interface, *rest.Config) {
-	t.Helper()
-	rc := env.RESTConfig()
-	rc.QPS, rc.Burst = 500, 1000
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs, rc
 }
 
 // JetStream returns a JetStream context on env's NATS, and deletes the

@@ -50,7 +50,7 @@ func newHarness(t *testing.T) *harness {
 	env := testenv.Get(t)
 	n := harnessSeq.Add(1)
 	h := &harness{t: t, env: env, prefix: fmt.Sprintf("cli%d", n), stream: fmt.Sprintf("CLI_%d", n)}
-	h.cs, _ = bridgetest.Kube(t, env)
+	h.cs = env.Clients(t).Kube
 	h.js = bridgetest.JetStream(t, env, h.stream)
 	return h
 }

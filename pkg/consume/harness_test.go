@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubebridge/kubebridge/internal/bridgetest"
@@ -62,12 +61,8 @@ func newHarness(t *testing.T) *harness {
 	env := testenv.Get(t)
 	n := harnessSeq.Add(1)
 	h := &harness{t: t, env: env, prefix: fmt.Sprintf("consume%d", n), stream: fmt.Sprintf("CONSUME_%d", n)}
-	var rc *rest.Config
-	h.cs, rc = bridgetest.Kube(t, env)
-	var err error
-	if h.dyn, err = dynamic.NewForConfig(rc); err != nil {
-		t.Fatal(err)
-	}
+	kube := env.Clients(t)
+	h.cs, h.dyn = kube.Kube, kube.Dynamic
 	ctx := context.Background()
 	ns, err := h.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "consume-"}}, metav1.CreateOptions{})
 	if err != nil {
