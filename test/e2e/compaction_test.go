@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/cenats"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
@@ -34,8 +33,7 @@ const defaultMaxMsgsPerSubject = 8
 // the test (about 40 s under -race on two cores).
 func TestCompaction(t *testing.T) {
 	const objects = 5000
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	h.createManyWith(objects, func(i int) string { return churnName("churn-", i) }, 64)
 

@@ -62,8 +62,7 @@ func waitExitNonZero(t *testing.T, b *bridge, who string) int {
 // The stream then holds the cluster's state, in the replay and in the last
 // message per subject alike.
 func TestSecondBridgeFencesTheFirst(t *testing.T) {
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	h.createCMs(200)
 	vars := map[string]string{"BRIDGE_RESOURCES": "configmaps"}
@@ -107,8 +106,7 @@ func TestSecondBridgeFencesTheFirst(t *testing.T) {
 // changes it held) is refused by JetStream: nothing it stores after the
 // new term began, and it exits non-zero.
 func TestPausedLeaderIsFenced(t *testing.T) {
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	h.createCMs(300)
 	v1 := h.electionVars("bridge-a")
@@ -161,7 +159,7 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 // or swept by its end marker, and no resourceVersion regresses.
 func TestPartitionedLeader(t *testing.T) {
 	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	h.createCMs(300)
 	proxy := startProxy(t, strings.TrimPrefix(env.APIServerURL(), "https://"))

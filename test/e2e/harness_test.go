@@ -62,9 +62,15 @@ type harness struct {
 	bridges int
 }
 
-// newHarness sets up a harness on env (the shared one from testenv.Get, or
-// one the test started itself) and its NATS server.
-func newHarness(t *testing.T, env *testenv.Env) *harness {
+// newHarness sets up a harness on the shared environment (testenv.Get)
+// and its NATS server.
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	return newHarnessIn(t, testenv.Get(t))
+}
+
+// newHarnessIn is newHarness on an environment of the test's own.
+func newHarnessIn(t *testing.T, env *testenv.Env) *harness {
 	t.Helper()
 	return newHarnessOn(t, env, env.NATSURL())
 }

@@ -33,7 +33,7 @@ func TestRelistAfterCompaction(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	env := envWithoutWatchCache(ctx, t)
-	h := newHarness(t, env)
+	h := newHarnessIn(t, env)
 	typ := h.cmType()
 	keep := map[int]*corev1.ConfigMap{}
 	for i := range 6 {
@@ -197,7 +197,7 @@ func TestRecreateAcrossRelist(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	env := envWithoutWatchCache(ctx, t)
-	h := newHarness(t, env)
+	h := newHarnessIn(t, env)
 	typ := h.cmType()
 	old := h.createCM(h.ns, "phoenix", nil, map[string]string{"v": "old"})
 	other := h.createCM(h.ns, "other", nil, map[string]string{"v": "0"})
