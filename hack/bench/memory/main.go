@@ -1070,16 +1070,10 @@ func child(args []string) error {
 		}
 		f := kinformers.NewSharedInformerFactoryWithOptions(kube.Clients.Typed, 0, opts...)
 		inf := f.Core().V1().ConfigMaps().Informer()
-		if *wait {
-			if _, err := inf.AddEventHandler(counter); err != nil {
-				return err
-			}
+		var err error
+		if objects, err = startInformer(ctx, f.Start, inf, counter, *wait); err != nil {
+			return err
 		}
-		f.Start(ctx.Done())
-		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-			return errors.New("cache did not sync")
-		}
-		objects = len(inf.GetStore().ListKeys())
 		defer runtime.KeepAlive(inf)
 	case "dynamic", "dynamic-transform":
 		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(kube.Clients.Dynamic, 0, benchNamespace, nil)
@@ -1089,16 +1083,10 @@ func child(args []string) error {
 				return err
 			}
 		}
-		if *wait {
-			if _, err := inf.AddEventHandler(counter); err != nil {
-				return err
-			}
+		var err error
+		if objects, err = startInformer(ctx, f.Start, inf, counter, *wait); err != nil {
+			return err
 		}
-		f.Start(ctx.Done())
-		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-			return errors.New("cache did not sync")
-		}
-		objects = len(inf.GetStore().ListKeys())
 		defer runtime.KeepAlive(inf)
 	case "bridge-typed", "bridge-dynamic":
 		if name == "bridge-dynamic" {
@@ -1270,4 +1258,20 @@ func procStatus() (rss, hwm int64) {
 		}
 	}
 	return rss, hwm
+}
+
+// startInformer starts an informer's factory, counting the informer's
+// events when wait is set, and returns how many objects it holds once
+// synced.
+func startInformer(ctx context.Context, start func(<-chan struct{}), inf cache.SharedIndexInformer, counter cache.ResourceEventHandler, wait bool) (int, error) {
+	if wait {
+		if _, err := inf.AddEventHandler(counter); err != nil {
+			return 0, err
+		}
+	}
+	start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return 0, errors.New("cache did not sync")
+	}
+	return len(inf.GetStore().ListKeys()), nil
 }
