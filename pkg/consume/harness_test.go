@@ -111,15 +111,8 @@ func (h *harness) ensureWidgetCRD() {
 	if _, err := h.dyn.Resource(crdGVR).Create(ctx, fixtures.WidgetCRD(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		h.t.Fatalf("create CRD: %v", err)
 	}
-	for {
-		list, err := h.cs.Discovery().ServerResourcesForGroupVersion("example.com/v1")
-		if err == nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "widgets" }) {
-			return
-		}
-		if ctx.Err() != nil {
-			h.t.Fatalf("widgets not in discovery: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := fixtures.WaitForWidgets(ctx, h.cs.Discovery()); err != nil {
+		h.t.Fatal(err)
 	}
 }
 

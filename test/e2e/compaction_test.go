@@ -111,8 +111,8 @@ func TestCompaction(t *testing.T) {
 
 // ---- reading the stream as a bootstrapping consumer ----
 
-// streamInfo is the test's stream info.
-func (h *harness) streamInfo() *jetstream.StreamInfo {
+// streamInfo is the test's stream info, with opts (a subject filter).
+func (h *harness) streamInfo(opts ...jetstream.StreamInfoOpt) *jetstream.StreamInfo {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -120,7 +120,7 @@ func (h *harness) streamInfo() *jetstream.StreamInfo {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	info, err := s.Info(ctx)
+	info, err := s.Info(ctx, opts...)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -130,17 +130,7 @@ func (h *harness) streamInfo() *jetstream.StreamInfo {
 // subjectCounts is the number of messages per subject.
 func (h *harness) subjectCounts() map[string]uint64 {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := h.js.Stream(ctx, h.stream)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(h.prefix+".>"))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return info.State.Subjects
+	return h.streamInfo(jetstream.WithSubjectFilter(h.prefix + ".>")).State.Subjects
 }
 
 // lastMsg is the last message on subject, nil if it has none.

@@ -343,15 +343,8 @@ func (h *harness) ensureWidgetCRD() {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	for {
-		list, err := h.cs.Discovery().ServerResourcesForGroupVersion("example.com/v1")
-		if err == nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "widgets" }) {
-			return
-		}
-		if ctx.Err() != nil {
-			h.t.Fatalf("widgets not in discovery: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := fixtures.WaitForWidgets(ctx, h.cs.Discovery()); err != nil {
+		h.t.Fatal(err)
 	}
 }
 
