@@ -33,7 +33,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -239,19 +238,9 @@ func run(ctx context.Context, o options) error {
 
 // buildBridge builds ./cmd/bridge into dir.
 func buildBridge(ctx context.Context, dir string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	bin, err := testenv.GoBuild(ctx, dir, "bridge", "./cmd/bridge")
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("not in the kubebridge module: pass -bridge")
-	}
-	bin := filepath.Join(dir, "bridge")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/bridge")
-	cmd.Dir = filepath.Dir(gomod)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/bridge: %w\n%s", err, out)
+		return "", fmt.Errorf("%w (or pass -bridge)", err)
 	}
 	logf("built %s", bin)
 	return bin, nil
