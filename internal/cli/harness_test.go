@@ -71,6 +71,14 @@ func (h *harness) namespace() string {
 	return ns.Name
 }
 
+// createConfigMap creates cm in namespace ns.
+func (h *harness) createConfigMap(ns string, cm *corev1.ConfigMap) {
+	h.t.Helper()
+	if _, err := h.cs.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // runBridge runs Serve on the resources in the namespaces until the
 // returned stop is called, and waits until its start-up snapshots are
 // stored.
