@@ -7,17 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/sethvargo/go-envconfig"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/kubebridge/kubebridge/internal/bridge"
-	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/bridgetest"
+	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 )
 
@@ -55,7 +53,7 @@ func TestControllerOnBothSources(t *testing.T) {
 	}
 	f := flags{kubeconfig: env.KubeconfigPath(), namespace: ns.Name, natsURL: env.NATSURL(),
 		stream: "EXAMPLE_CONTROLLER", prefix: "example", cluster: "it", workers: 2}
-	runBridge(ctx, t, env, f)
+	runBridge(t, env, f)
 
 	controllers := map[string]*Controller{}
 	for _, source := range []string{"apiserver", "nats"} {
@@ -122,44 +120,20 @@ func TestControllerOnBothSources(t *testing.T) {
 	}
 }
 
-// runBridge runs the bridge on the namespace's ConfigMaps until ctx ends,
-// and waits until its start-up snapshot is stored.
-func runBridge(ctx context.Context, t *testing.T, env *testenv.Env, f flags) {
+// runBridge runs the bridge on the namespace's ConfigMaps until the test
+// ends, and waits until its start-up snapshots are stored.
+func runBridge(t *testing.T, env *testenv.Env, f flags) {
 	t.Helper()
-	cfg, err := config.Load(ctx, envconfig.MapLookuper(map[string]string{
+	// Closed after the stream is deleted: cleanups run last first.
+	nc := natstest.Connect(t, f.natsURL)
+	run := bridgetest.Start(t, env, map[string]string{
 		"BRIDGE_RESOURCES": "configmaps", "BRIDGE_NAMESPACES": f.namespace, "BRIDGE_CLUSTER_NAME": f.cluster,
 		"BRIDGE_SUBJECT_PREFIX": f.prefix, "BRIDGE_STREAM_NAME": f.stream, "NATS_URL": f.natsURL,
-		"BRIDGE_HTTP_ADDR": "off", "BRIDGE_STREAM_STORAGE": "memory",
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := bridge.KubeFromREST(env.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect(f.natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(ctx)
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- bridge.Serve(ctx, cfg, kube, nc, bridge.WithReady(func() { close(ready) })) }()
+	})
 	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("bridge: %v", err)
-		}
+		run.Stop()
 		if js, err := jetstream.New(nc); err == nil {
 			_ = js.DeleteStream(context.Background(), f.stream)
 		}
-		nc.Close()
 	})
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("the bridge stopped: %v", err)
-	case <-time.After(90 * time.Second):
-		t.Fatal("the bridge is not ready after 90s")
-	}
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -23,7 +22,6 @@ subject (--full-replay: by replaying from the latest complete snapshot).
 deployments.apps, hpa.v2.autoscaling, widgets.example.com.`
 
 type getFlags struct {
-	conn       connFlags
 	namespace  string
 	all        bool
 	output     string
@@ -35,8 +33,8 @@ type getFlags struct {
 
 func runGet(ctx context.Context, e *env, args []string) int {
 	var f getFlags
-	fs := newFlagSet(e, "get", getSynopsis)
-	f.conn.register(fs)
+	cmd := newStreamCommand(e, "get", getSynopsis, ExitFindings)
+	fs := cmd.fs
 	stringVar(fs, &f.namespace, []string{"n", "namespace"}, "", "namespace (default: default; the stream need not be your kubeconfig's cluster)")
 	boolVar(fs, &f.all, []string{"A", "all-namespaces"}, "list the objects of every namespace")
 	stringVar(fs, &f.output, []string{"o", "output"}, "", "output format: wide, json, yaml or name")
@@ -44,54 +42,43 @@ func runGet(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&f.showLabels, "show-labels", false, "add a LABELS column")
 	fs.BoolVar(&f.noHeaders, "no-headers", false, "print no header line")
 	fs.BoolVar(&f.fullReplay, "full-replay", false, "rebuild the state by replaying from the latest complete snapshot, not from the last message per subject")
-	pos, code := parseArgs(e, fs, args)
+	pos, code := cmd.parse(args)
 	if code >= 0 {
 		return code
 	}
 	if len(pos) == 0 {
-		e.errorf("you must specify the type of resource to get (configmaps, deploy, widgets.example.com, …)")
-		return ExitError
+		return cmd.usageError("you must specify the type of resource to get (configmaps, deploy, widgets.example.com, …)")
 	}
 	switch f.output {
 	case "", "wide", "json", "yaml", "name":
 	default:
-		e.errorf("unknown output format %q: use wide, json, yaml or name", f.output)
-		return ExitError
+		return cmd.usageError("unknown output format %q: use wide, json, yaml or name", f.output)
 	}
 	sel, err := labels.Parse(f.selector)
 	if err != nil {
-		e.errorf("selector %q: %v", f.selector, err)
-		return ExitError
+		return cmd.usageError("selector %q: %v", f.selector, err)
 	}
-	ctx = logContext(ctx, e.stderr, f.conn.verbosity)
-	c, err := f.conn.connect(ctx, e.getenv)
-	if err != nil {
-		e.errorf("%v", err)
-		return ExitFindings
+	ctx, c, code := cmd.connect(ctx)
+	if c == nil {
+		return code
 	}
 	defer c.Close()
 	r, err := resolve(ctx, c, pos[0])
 	if err != nil {
-		e.errorf("%v", err)
-		return ExitFindings
+		return cmd.fail(err)
 	}
 	names := pos[1:]
-	ns := cmp.Or(f.namespace, metav1.NamespaceDefault)
-	if f.all || r.clusterScoped {
-		ns = ""
-	}
+	ns := scope(f.namespace, f.all, r)
 	objs, stats, err := readState(ctx, c, r, ns, names, f.fullReplay)
 	if err != nil {
-		e.errorf("%v", err)
-		return ExitFindings
+		return cmd.fail(err)
 	}
 	if n := stats.Breaches(); n > 0 {
 		fmt.Fprintf(e.stderr, "Warning: %d events broke the stream's contract while it was read and were not applied; run kubebridge verify\n", n)
 	}
 	objs, missing := selectObjects(objs, names, sel)
 	if err := printGet(e, f, r, ns, objs, len(names)); err != nil {
-		e.errorf("%v", err)
-		return ExitFindings
+		return cmd.fail(err)
 	}
 	for _, name := range missing {
 		fmt.Fprintf(e.stderr, "Error from stream (NotFound): %s %q not found\n", r, name)

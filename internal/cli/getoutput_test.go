@@ -26,10 +26,7 @@ func TestGetOutputs(t *testing.T) {
 	ns, empty := h.namespace(), h.namespace()
 	ctx := context.Background()
 	for _, name := range []string{"b", "a", "c"} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"n": name}}, Data: map[string]string{"name": name}}
-		if _, err := h.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		h.createConfigMap(ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"n": name}}, Data: map[string]string{"name": name}})
 	}
 	labels := map[string]string{"app": "web"}
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3),

@@ -12,17 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/sethvargo/go-envconfig"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2/ktesting"
 
-	"github.com/kubebridge/kubebridge/internal/bridge"
+	"github.com/kubebridge/kubebridge/internal/bridgetest"
 	"github.com/kubebridge/kubebridge/internal/cli"
-	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
@@ -54,27 +50,9 @@ func newHarness(t *testing.T) *harness {
 	env := testenv.Get(t)
 	n := harnessSeq.Add(1)
 	h := &harness{t: t, env: env, prefix: fmt.Sprintf("cli%d", n), stream: fmt.Sprintf("CLI_%d", n)}
-	rc := env.RESTConfig()
-	rc.QPS, rc.Burst = 500, 1000
-	var err error
-	if h.cs, err = kubernetes.NewForConfig(rc); err != nil {
-		t.Fatal(err)
-	}
-	if h.js, err = jetstream.New(h.connect()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.js.DeleteStream(context.Background(), h.stream) })
+	h.cs = env.Clients(t).Kube
+	h.js = bridgetest.JetStream(t, env, h.stream)
 	return h
-}
-
-func (h *harness) connect() *nats.Conn {
-	h.t.Helper()
-	nc, err := nats.Connect(h.env.NATSURL(), nats.MaxReconnects(-1))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(nc.Close)
-	return nc
 }
 
 // namespace creates a namespace with a default service account (no
@@ -93,48 +71,25 @@ func (h *harness) namespace() string {
 	return ns.Name
 }
 
+// createConfigMap creates cm in namespace ns.
+func (h *harness) createConfigMap(ns string, cm *corev1.ConfigMap) {
+	h.t.Helper()
+	if _, err := h.cs.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // runBridge runs Serve on the resources in the namespaces until the
 // returned stop is called, and waits until its start-up snapshots are
 // stored.
 func (h *harness) runBridge(resources string, namespaces ...string) (stop func()) {
 	h.t.Helper()
-	env := map[string]string{
+	run := bridgetest.Start(h.t, h.env, map[string]string{
 		"BRIDGE_RESOURCES": resources, "BRIDGE_NAMESPACES": strings.Join(namespaces, ","), "BRIDGE_CLUSTER_NAME": cluster,
-		"BRIDGE_SUBJECT_PREFIX": h.prefix, "BRIDGE_STREAM_NAME": h.stream, "NATS_URL": h.env.NATSURL(),
-		"BRIDGE_RESYNC_PERIOD": "0", "BRIDGE_HTTP_ADDR": "off", "BRIDGE_STREAM_STORAGE": "memory",
-	}
-	cfg, err := config.Load(context.Background(), envconfig.MapLookuper(env))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	kube, err := bridge.KubeFromREST(h.env.RESTConfig())
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	_, ctx := ktesting.NewTestContext(h.t)
-	ctx, cancel := context.WithCancel(ctx)
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- bridge.Serve(ctx, cfg, kube, h.connect(), bridge.WithReady(func() { close(ready) })) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		cancel()
-		h.t.Fatalf("the bridge stopped before it was ready: %v", err)
-	case <-time.After(90 * time.Second):
-		cancel()
-		h.t.Fatal("the bridge is not ready after 90s")
-	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				h.t.Errorf("Serve: %v", err)
-			}
-		})
-	}
-	h.t.Cleanup(stop)
-	return stop
+		"BRIDGE_SUBJECT_PREFIX": h.prefix, "BRIDGE_STREAM_NAME": h.stream,
+	})
+	h.t.Cleanup(run.Stop)
+	return run.Stop
 }
 
 // vars are the environment the CLI sees: the NATS URL and the bridge's

@@ -2,14 +2,7 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"slices"
-	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/kubebridge/kubebridge/pkg/contract"
+	"fmt"
 )
 
 const verifySynopsis = `Usage: kubebridge verify [resource...] [-n namespace] [--against-cluster] [-o json] [flags]
@@ -31,7 +24,6 @@ Exit code: 0 the contract holds (and the cluster agrees), 1 it is broken
 (or the cluster differs), 2 the stream could not be read.`
 
 type verifyFlags struct {
-	conn        connFlags
 	namespace   string
 	output      string
 	against     bool
@@ -42,35 +34,31 @@ type verifyFlags struct {
 
 func runVerify(ctx context.Context, e *env, args []string) int {
 	var f verifyFlags
-	fs := newFlagSet(e, "verify", verifySynopsis)
-	f.conn.register(fs)
+	cmd := newStreamCommand(e, "verify", verifySynopsis, ExitError)
+	fs := cmd.fs
 	stringVar(fs, &f.namespace, []string{"n", "namespace"}, "", "check the objects of this namespace only (default: all)")
 	stringVar(fs, &f.output, []string{"o", "output"}, "", "json: print the report as JSON")
 	fs.BoolVar(&f.against, "against-cluster", false, "compare the replayed state with the apiserver's lists")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --against-cluster (default $KUBECONFIG, else ~/.kube/config, else in-cluster)")
 	fs.StringVar(&f.kubeContext, "kube-context", "", "kubeconfig context for --against-cluster")
 	fs.IntVar(&f.maxFindings, "max-findings", 20, "findings printed per kind (all are counted)")
-	pos, code := parseArgs(e, fs, args)
+	pos, code := cmd.parse(args)
 	if code >= 0 {
 		return code
 	}
 	if f.output != "" && f.output != "json" {
-		e.errorf("unknown output format %q: use json", f.output)
-		return ExitError
+		return cmd.usageError("unknown output format %q: use json", f.output)
 	}
-	ctx = logContext(ctx, e.stderr, f.conn.verbosity)
-	c, err := f.conn.connect(ctx, e.getenv)
-	if err != nil {
-		e.errorf("%v", err)
-		return ExitError
+	ctx, c, code := cmd.connect(ctx)
+	if c == nil {
+		return code
 	}
 	defer c.Close()
 	var only []streamType
 	for _, word := range pos {
 		r, err := resolve(ctx, c, word)
 		if err != nil {
-			e.errorf("%v", err)
-			return ExitError
+			return cmd.fail(err)
 		}
 		if r.chosen {
 			// verify checks every version it was not told to leave out.
@@ -80,114 +68,19 @@ func runVerify(ctx context.Context, e *env, args []string) int {
 	}
 	v := newVerifier(c, f.namespace, only)
 	if err := v.read(ctx); err != nil {
-		e.errorf("replay of %s: %v", c.stream, err)
-		return ExitError
+		return cmd.fail(fmt.Errorf("replay of %s: %w", c.stream, err))
 	}
 	rep := v.report()
 	if f.against {
 		if err := compareWithCluster(ctx, e, f, v, &rep); err != nil {
-			e.errorf("against the cluster: %v", err)
-			return ExitError
+			return cmd.fail(fmt.Errorf("against the cluster: %w", err))
 		}
 	}
 	if err := rep.write(e.stdout, f.output, f.maxFindings); err != nil {
-		e.errorf("%v", err)
-		return ExitError
+		return cmd.fail(err)
 	}
 	if rep.Breaches > 0 || rep.Differences > 0 {
 		return ExitFindings
 	}
 	return ExitOK
-}
-
-// subjects are the consumer's filters: the cluster's subjects (of the
-// types and namespace asked for) and its term markers.
-func (v *verifier) subjects() []string {
-	s := v.c.subjects
-	scoped := func(typeSubject string) []string {
-		if v.namespace == "" {
-			return []string{typeSubject + ".>"}
-		}
-		return []string{typeSubject + "." + contract.EscapeToken(v.namespace) + ".*", typeSubject + "." + contract.SnapshotToken + ".*"}
-	}
-	var out []string
-	switch {
-	case v.only == nil && v.namespace == "":
-		return []string{s.Prefix + "." + s.Cluster + ".>"}
-	case v.only == nil:
-		out = scoped(s.Prefix + "." + s.Cluster + ".*.*.*")
-	default:
-		for _, t := range v.only {
-			for _, subj := range scoped(t.subject(s)) {
-				if !slices.Contains(out, subj) {
-					out = append(out, subj)
-				}
-			}
-		}
-	}
-	return append(out, s.Term())
-}
-
-// read replays the messages stored up to now, oldest first.
-func (v *verifier) read(ctx context.Context) error {
-	st, err := v.c.js.Stream(ctx, v.c.stream)
-	if err != nil {
-		return err
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		return err
-	}
-	last := info.State.LastSeq
-	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: v.subjects(), DeliverPolicy: jetstream.DeliverAllPolicy})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = v.c.js.DeleteConsumer(dctx, v.c.stream, cons.CachedInfo().Name)
-	}()
-	ci, err := cons.Info(ctx)
-	if err != nil {
-		return err
-	}
-	if ci.NumPending == 0 {
-		return nil
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
-	for {
-		nctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		m, err := it.Next(jetstream.NextContext(nctx))
-		cancel()
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			// What was pending may have expired before it was delivered.
-			ci, err := cons.Info(ctx)
-			if err != nil {
-				return err
-			}
-			if ci.NumPending == 0 {
-				return nil
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			return err
-		}
-		seq := meta.Sequence.Stream
-		if err := v.message(seq, &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}); err != nil {
-			return err
-		}
-		if meta.NumPending == 0 || seq >= last {
-			return nil
-		}
-	}
 }

@@ -1,15 +1,19 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"slices"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebridge/kubebridge/pkg/consume"
 	"github.com/kubebridge/kubebridge/pkg/contract"
+	"github.com/kubebridge/kubebridge/pkg/streamread"
 )
 
 // Kinds of findings verify makes on top of consume's violations.
@@ -222,4 +226,48 @@ func (v *verifier) checkFraming(tc *typeCheck, ev *consume.Event) {
 		delete(tc.items, ev.SnapshotID)
 		tc.open = ""
 	}
+}
+
+// subjects are the consumer's filters: the cluster's subjects (of the
+// types and namespace asked for) and its term markers.
+func (v *verifier) subjects() []string {
+	s := v.c.subjects
+	scoped := func(typeSubject string) []string {
+		if v.namespace == "" {
+			return []string{typeSubject + ".>"}
+		}
+		return []string{typeSubject + "." + contract.EscapeToken(v.namespace) + ".*", typeSubject + "." + contract.SnapshotToken + ".*"}
+	}
+	var out []string
+	switch {
+	case v.only == nil && v.namespace == "":
+		return []string{s.Prefix + "." + s.Cluster + ".>"}
+	case v.only == nil:
+		out = scoped(s.Prefix + "." + s.Cluster + ".*.*.*")
+	default:
+		for _, t := range v.only {
+			for _, subj := range scoped(t.subject(s)) {
+				if !slices.Contains(out, subj) {
+					out = append(out, subj)
+				}
+			}
+		}
+	}
+	return append(out, s.Term())
+}
+
+// read replays the messages stored up to now, oldest first.
+func (v *verifier) read(ctx context.Context) error {
+	st, err := v.c.js.Stream(ctx, v.c.stream)
+	if err != nil {
+		return err
+	}
+	return streamread.Read(ctx, st, jetstream.ConsumerConfig{
+		FilterSubjects: v.subjects(),
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckNonePolicy,
+		MemoryStorage:  true,
+	}, streamread.Fetching{Batch: 256, Wait: 2 * time.Second}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) error {
+		return v.message(meta.Sequence.Stream, &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+	})
 }

@@ -24,13 +24,9 @@ import (
 func TestVerifyWithinScope(t *testing.T) {
 	h := newHarness(t)
 	ns, other := h.namespace(), h.namespace()
-	ctx := context.Background()
 	create := func(ns, name, team string) {
 		t.Helper()
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"team": team}}}
-		if _, err := h.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		h.createConfigMap(ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"team": team}}})
 	}
 	create(ns, "a-1", "a")
 	create(ns, "a-2", "a")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
@@ -25,7 +23,6 @@ says of itself (coalesced, finalstateunknown, truncated). Snapshot items
 and markers are left out unless --snapshots. Ends with Ctrl-C.`
 
 type watchFlags struct {
-	conn      connFlags
 	namespace string
 	all       bool
 	fromStart bool
@@ -36,37 +33,32 @@ type watchFlags struct {
 
 func runWatch(ctx context.Context, e *env, args []string) int {
 	var f watchFlags
-	fs := newFlagSet(e, "watch", watchSynopsis)
-	f.conn.register(fs)
+	cmd := newStreamCommand(e, "watch", watchSynopsis, ExitFindings)
+	fs := cmd.fs
 	stringVar(fs, &f.namespace, []string{"n", "namespace"}, "", "namespace (default: default)")
 	boolVar(fs, &f.all, []string{"A", "all-namespaces"}, "events of every namespace")
 	fs.BoolVar(&f.fromStart, "all", false, "start with the first message the stream holds, not with the next one stored")
 	fs.BoolVar(&f.snapshots, "snapshots", false, "print snapshot items and markers too")
 	fs.BoolVar(&f.diff, "diff", false, "print a diff of the old and new object (YAML) under each update")
 	stringVar(fs, &f.output, []string{"o", "output"}, "", "output format: wide (adds the stream sequence and term) or json (one CloudEvent per line)")
-	pos, code := parseArgs(e, fs, args)
+	pos, code := cmd.parse(args)
 	if code >= 0 {
 		return code
 	}
 	if len(pos) == 0 {
-		e.errorf("you must specify the type(s) of resource to watch")
-		return ExitError
+		return cmd.usageError("you must specify the type(s) of resource to watch")
 	}
 	if f.output != "" && f.output != "wide" && f.output != "json" {
-		e.errorf("unknown output format %q: use wide or json", f.output)
-		return ExitError
+		return cmd.usageError("unknown output format %q: use wide or json", f.output)
 	}
-	ctx = logContext(ctx, e.stderr, f.conn.verbosity)
-	c, err := f.conn.connect(ctx, e.getenv)
-	if err != nil {
-		e.errorf("%v", err)
-		return ExitFindings
+	ctx, c, code := cmd.connect(ctx)
+	if c == nil {
+		return code
 	}
 	defer c.Close()
 	filters, err := watchFilters(ctx, c, f, pos)
 	if err != nil {
-		e.errorf("%v", err)
-		return ExitFindings
+		return cmd.fail(err)
 	}
 	deliver := consume.DeliverNew()
 	if f.fromStart {
@@ -85,15 +77,13 @@ func runWatch(ctx context.Context, e *env, args []string) int {
 			continue
 		}
 		if err != nil {
-			e.errorf("%v", err)
-			return ExitFindings
+			return cmd.fail(err)
 		}
 		if !f.snapshots && (ev.Verb == consume.SnapshotItem || ev.Verb.IsMarker()) {
 			continue
 		}
 		if err := printEvent(e.stdout, ev, f); err != nil {
-			e.errorf("%v", err)
-			return ExitFindings
+			return cmd.fail(err)
 		}
 	}
 	return ExitOK
@@ -107,10 +97,7 @@ func watchFilters(ctx context.Context, c *conn, f watchFlags, pos []string) ([]c
 		if err != nil {
 			return nil, err
 		}
-		ns := cmp.Or(f.namespace, metav1.NamespaceDefault)
-		if f.all || r.clusterScoped {
-			ns = ""
-		}
+		ns := scope(f.namespace, f.all, r)
 		if len(pos) == 1 {
 			filters = append(filters, consume.Filter{Resource: r.filter(), Namespace: ns})
 		}

@@ -2,13 +2,6 @@ package image
 
 import (
 	"context"
-	"encoding/base64"
-	"fmt"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,8 +9,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/kubebridge/kubebridge/internal/image/imagetest"
 )
 
 // TestPushWithDockerLoginCredentials pushes a layout to a registry that
@@ -26,17 +20,7 @@ import (
 // same digest. Without the credentials the registry refuses the push.
 func TestPushWithDockerLoginCredentials(t *testing.T) {
 	const user, password = "ci", "s3cret"
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
-			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host := imagetest.Registry(t, user, password)
 
 	spec := Kubebridge()
 	idx := buildTest(t, spec, testMeta(), fakeBinaries(t, spec))
@@ -53,12 +37,7 @@ func TestPushWithDockerLoginCredentials(t *testing.T) {
 		t.Fatalf("push without credentials: %v, want the registry's refusal", err)
 	}
 
-	configDir := t.TempDir()
-	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
-	if err := os.WriteFile(filepath.Join(configDir, "config.json"), fmt.Appendf(nil, `{"auths": {%q: {"auth": %q}}}`, host, auth), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("DOCKER_CONFIG", configDir)
+	t.Setenv("DOCKER_CONFIG", imagetest.DockerConfig(t, host, user, password))
 	pushed, err := Push(ctx, dir, ref)
 	if err != nil {
 		t.Fatal(err)

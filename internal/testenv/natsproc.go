@@ -2,11 +2,9 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,21 +15,7 @@ import (
 // and returns the binary's path. Tests that kill a server with SIGKILL,
 // or run several as a cluster, run it as a child process.
 func BuildNATSServer(ctx context.Context, dir string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("testenv: not in a module: cannot build nats-server")
-	}
-	bin := filepath.Join(dir, "nats-server")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/nats-io/nats-server/v2")
-	cmd.Dir = filepath.Dir(gomod)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("testenv: go build nats-server: %w\n%s", err, out)
-	}
-	return bin, nil
+	return GoBuild(ctx, dir, "nats-server", "github.com/nats-io/nats-server/v2")
 }
 
 // NATSProcess is a nats-server child process run from a config file. It

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/kubebridge/kubebridge/pkg/consume"
 )
@@ -18,31 +19,68 @@ import (
 // churn creates, updates and deletes ConfigMaps among names cm-000…
 // from several goroutines until ops operations are done.
 func (h *harness) churn(names, ops, workers int) error {
+	source := func(w int) *rand.Rand { return rand.New(rand.NewPCG(uint64(w), 7)) }
+	return h.churnWith(names, ops, workers, source, func(c churnStep) error {
+		switch c.rnd.IntN(4) {
+		case 0:
+			return c.create(nil)
+		case 1:
+			return c.delete()
+		default:
+			return c.update(nil)
+		}
+	})
+}
+
+// churnStep is one change of a churn: the i-th of worker w, on the
+// ConfigMap name.
+type churnStep struct {
+	ctx  context.Context
+	cms  typedcorev1.ConfigMapInterface
+	rnd  *rand.Rand
+	name string
+	w, i int
+}
+
+// create creates the ConfigMap with labels.
+func (c churnStep) create(labels map[string]string) error {
+	_, err := c.cms.Create(c.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: c.name, Labels: labels}, Data: map[string]string{"w": fmt.Sprint(c.w)}}, metav1.CreateOptions{})
+	return err
+}
+
+func (c churnStep) delete() error {
+	return c.cms.Delete(c.ctx, c.name, metav1.DeleteOptions{})
+}
+
+// update changes the ConfigMap's data, and what relabel (if any) changes.
+func (c churnStep) update(relabel func(*corev1.ConfigMap)) error {
+	cm, err := c.cms.Get(c.ctx, c.name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	cm.Data = map[string]string{"w": fmt.Sprint(c.w), "i": fmt.Sprint(c.i)}
+	if relabel != nil {
+		relabel(cm)
+	}
+	_, err = c.cms.Update(c.ctx, cm, metav1.UpdateOptions{})
+	return err
+}
+
+// churnWith runs ops changes, step each, on ConfigMaps among names
+// cm-000… from workers goroutines, each drawing from its own source. A
+// change that finds its object gone, already there or changed meanwhile is
+// part of the churn; any other error ends it.
+func (h *harness) churnWith(names, ops, workers int, source func(w int) *rand.Rand, step func(churnStep) error) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rnd := rand.New(rand.NewPCG(uint64(w), 7))
-			cms := h.cs.CoreV1().ConfigMaps(h.ns)
-			ctx := context.Background()
-			for i := range ops / workers {
-				name := fmt.Sprintf("cm-%03d", rnd.IntN(names))
-				var err error
-				switch rnd.IntN(4) {
-				case 0:
-					_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"w": fmt.Sprint(w)}}, metav1.CreateOptions{})
-				case 1:
-					err = cms.Delete(ctx, name, metav1.DeleteOptions{})
-				default:
-					var cm *corev1.ConfigMap
-					if cm, err = cms.Get(ctx, name, metav1.GetOptions{}); err == nil {
-						cm.Data = map[string]string{"w": fmt.Sprint(w), "i": fmt.Sprint(i)}
-						_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-					}
-				}
-				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) {
+			c := churnStep{ctx: context.Background(), cms: h.cs.CoreV1().ConfigMaps(h.ns), rnd: source(w), w: w}
+			for c.i = range ops / workers {
+				c.name = fmt.Sprintf("cm-%03d", c.rnd.IntN(names))
+				if err := step(c); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) {
 					errs <- err
 					return
 				}

@@ -127,7 +127,7 @@ func (c *Client) Events(ctx context.Context, filters []Filter, opts ...EventsOpt
 		for _, m := range markers {
 			t.addMarker(m)
 		}
-		if o.untilCaughtUp && r.pendingAtStart == 0 && r.cons.CachedInfo().NumAckPending == 0 {
+		if o.untilCaughtUp && r.cons.Pending == 0 && r.cons.CachedInfo().NumAckPending == 0 {
 			return
 		}
 		e := eventLoop{c: c, r: r, fs: fs, o: o, terms: &t, logger: klog.FromContext(ctx)}

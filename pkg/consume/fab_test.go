@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
@@ -168,27 +169,11 @@ func (s *jsStore) store(t *testing.T, m *nats.Msg) uint64 {
 // bridge does (per-subject limit 8, tombstone TTLs and roll-ups).
 func startJetStream(t testing.TB) (*nats.Conn, jetstream.JetStream, *jsStore) {
 	t.Helper()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := natstest.Server(t, server.Options{JetStream: true})
+	nc, js := natstest.JetStream(t, srv.ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "KB", Subjects: []string{testSubjects.Stream()}, Storage: jetstream.MemoryStorage,
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "KB", Subjects: []string{testSubjects.Stream()}, Storage: jetstream.MemoryStorage,
 		MaxMsgsPerSubject: 8, Duplicates: 2 * time.Minute, AllowMsgTTL: true, AllowRollup: true})
 	if err != nil {
 		t.Fatal(err)

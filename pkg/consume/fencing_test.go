@@ -28,7 +28,7 @@ func TestSecondBridgeFencesTheFirst(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- h.churn(100, 2000, 4) }()
 	h.launchBridge(resources, history)
-	if err := first.wait(time.Minute); err == nil {
+	if err := first.Wait(time.Minute); err == nil {
 		t.Error("the first bridge ended without an error after a newer term began")
 	} else {
 		t.Logf("the first bridge: %v", err)

@@ -2,7 +2,6 @@ package consume_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/sethvargo/go-envconfig"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,10 +22,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2/ktesting"
 
-	"github.com/kubebridge/kubebridge/internal/bridge"
-	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/bridgetest"
 	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/consume"
@@ -66,37 +61,16 @@ func newHarness(t *testing.T) *harness {
 	env := testenv.Get(t)
 	n := harnessSeq.Add(1)
 	h := &harness{t: t, env: env, prefix: fmt.Sprintf("consume%d", n), stream: fmt.Sprintf("CONSUME_%d", n)}
-	rc := env.RESTConfig()
-	rc.QPS, rc.Burst = 500, 1000
-	var err error
-	if h.cs, err = kubernetes.NewForConfig(rc); err != nil {
-		t.Fatal(err)
-	}
-	if h.dyn, err = dynamic.NewForConfig(rc); err != nil {
-		t.Fatal(err)
-	}
+	kube := env.Clients(t)
+	h.cs, h.dyn = kube.Kube, kube.Dynamic
 	ctx := context.Background()
 	ns, err := h.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "consume-"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.ns = ns.Name
-	nc := h.connect()
-	if h.js, err = jetstream.New(nc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.js.DeleteStream(context.Background(), h.stream) })
+	h.js = bridgetest.JetStream(t, env, h.stream)
 	return h
-}
-
-func (h *harness) connect() *nats.Conn {
-	h.t.Helper()
-	nc, err := nats.Connect(h.env.NATSURL(), nats.MaxReconnects(-1))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(nc.Close)
-	return nc
 }
 
 func (h *harness) client() *consume.Client {
@@ -108,74 +82,24 @@ func (h *harness) client() *consume.Client {
 	return c
 }
 
-// bridgeRun is one Serve of the bridge.
-type bridgeRun struct {
-	h      *harness
-	cancel context.CancelFunc
-	done   chan struct{} // closed when Serve returned, with err
-	err    error
-}
-
 // runBridge runs Serve until the returned stop is called (which requires
 // it to end without an error), and waits until its start-up snapshots are
 // stored.
 func (h *harness) runBridge(resources string) (stop func()) {
 	h.t.Helper()
-	return h.launchBridge(resources, nil).stop
+	return h.launchBridge(resources, nil).Stop
 }
 
 // launchBridge starts Serve with more variables and waits until its
 // start-up snapshots are stored. It is stopped when the test ends.
-func (h *harness) launchBridge(resources string, vars map[string]string) *bridgeRun {
+func (h *harness) launchBridge(resources string, vars map[string]string) *bridgetest.Run {
 	h.t.Helper()
 	env := map[string]string{
 		"BRIDGE_RESOURCES": resources, "BRIDGE_NAMESPACES": h.ns, "BRIDGE_CLUSTER_NAME": cluster,
-		"BRIDGE_SUBJECT_PREFIX": h.prefix, "BRIDGE_STREAM_NAME": h.stream, "NATS_URL": h.env.NATSURL(),
-		"BRIDGE_RESYNC_PERIOD": "0", "BRIDGE_HTTP_ADDR": "off", "BRIDGE_STREAM_STORAGE": "memory",
+		"BRIDGE_SUBJECT_PREFIX": h.prefix, "BRIDGE_STREAM_NAME": h.stream,
 	}
 	maps.Copy(env, vars)
-	cfg, err := config.Load(context.Background(), envconfig.MapLookuper(env))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	kube, err := bridge.KubeFromREST(h.env.RESTConfig())
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	_, ctx := ktesting.NewTestContext(h.t)
-	ctx, cancel := context.WithCancel(ctx)
-	b := &bridgeRun{h: h, cancel: cancel, done: make(chan struct{})}
-	ready := make(chan struct{})
-	go func() {
-		defer close(b.done)
-		b.err = bridge.Serve(ctx, cfg, kube, h.connect(), bridge.WithReady(func() { close(ready) }))
-	}()
-	h.t.Cleanup(func() { b.cancel(); _ = b.wait(time.Minute) })
-	select {
-	case <-ready:
-	case <-time.After(90 * time.Second):
-		h.t.Fatal("the bridge is not ready after 90s")
-	}
-	return b
-}
-
-// wait waits until Serve returns and returns its error.
-func (b *bridgeRun) wait(timeout time.Duration) error {
-	select {
-	case <-b.done:
-		return b.err
-	case <-time.After(timeout):
-		return errors.New("Serve did not return")
-	}
-}
-
-// stop ends Serve, which must return no error.
-func (b *bridgeRun) stop() {
-	b.h.t.Helper()
-	b.cancel()
-	if err := b.wait(time.Minute); err != nil {
-		b.h.t.Errorf("Serve: %v", err)
-	}
+	return bridgetest.Start(h.t, h.env, env)
 }
 
 // ensureWidgetCRD creates widgets.example.com unless it exists and waits
@@ -187,15 +111,8 @@ func (h *harness) ensureWidgetCRD() {
 	if _, err := h.dyn.Resource(crdGVR).Create(ctx, fixtures.WidgetCRD(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		h.t.Fatalf("create CRD: %v", err)
 	}
-	for {
-		list, err := h.cs.Discovery().ServerResourcesForGroupVersion("example.com/v1")
-		if err == nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "widgets" }) {
-			return
-		}
-		if ctx.Err() != nil {
-			h.t.Fatalf("widgets not in discovery: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := fixtures.WaitForWidgets(ctx, h.cs.Discovery()); err != nil {
+		h.t.Fatal(err)
 	}
 }
 

@@ -26,22 +26,7 @@ func TestSharedIndexInformer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := make(chan string, 100)
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { calls <- "add " + describe(obj) },
-		UpdateFunc: func(old, obj any) { calls <- "update " + describe(old) + " -> " + describe(obj) },
-		DeleteFunc: func(obj any) { calls <- "delete " + describe(obj) },
-	}); err != nil {
-		t.Fatal(err)
-	}
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.Fatal("not synced")
-	}
+	calls := runInformer(t, inf)
 	var initial []string
 	for range historyState {
 		initial = append(initial, <-calls)
@@ -106,6 +91,25 @@ func TestFilteredInformerOfUnstructured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	calls := runInformer(t, inf)
+	f.changeOf(widgets, informers.Updated, widget("b", "u2", "12", "blue"), widget("b", "u2", "11", "red"))
+	f.changeOf(widgets, informers.Updated, widget("a", "u1", "13", "red"), widget("a", "u1", "10", "blue"))
+	for _, want := range []string{"add ns/a@10", "add ns/b@12", "delete ns/a@13"} {
+		if got := <-calls; got != want {
+			t.Errorf("call %q, want %q", got, want)
+		}
+	}
+	for _, o := range inf.GetIndexer().List() {
+		if _, ok := o.(*unstructured.Unstructured); !ok {
+			t.Errorf("the cache holds a %T", o)
+		}
+	}
+}
+
+// runInformer runs inf until the test ends, its handler's calls described
+// on the channel returned, and waits until it has synced.
+func runInformer(t *testing.T, inf cache.SharedIndexInformer) <-chan string {
+	t.Helper()
 	calls := make(chan string, 100)
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { calls <- "add " + describe(obj) },
@@ -122,16 +126,5 @@ func TestFilteredInformerOfUnstructured(t *testing.T) {
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		t.Fatal("not synced")
 	}
-	f.changeOf(widgets, informers.Updated, widget("b", "u2", "12", "blue"), widget("b", "u2", "11", "red"))
-	f.changeOf(widgets, informers.Updated, widget("a", "u1", "13", "red"), widget("a", "u1", "10", "blue"))
-	for _, want := range []string{"add ns/a@10", "add ns/b@12", "delete ns/a@13"} {
-		if got := <-calls; got != want {
-			t.Errorf("call %q, want %q", got, want)
-		}
-	}
-	for _, o := range inf.GetIndexer().List() {
-		if _, ok := o.(*unstructured.Unstructured); !ok {
-			t.Errorf("the cache holds a %T", o)
-		}
-	}
+	return calls
 }

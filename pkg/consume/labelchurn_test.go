@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,44 +36,21 @@ func parity(i int) string {
 // ConfigMaps among names cm-000… from several goroutines until ops
 // operations are done.
 func (h *harness) labelChurn(seed uint64, names, ops, workers int) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rnd := rand.New(rand.NewPCG(seed, uint64(w)))
-			cms := h.cs.CoreV1().ConfigMaps(h.ns)
-			ctx := context.Background()
-			for i := range ops / workers {
-				name := fmt.Sprintf("cm-%03d", rnd.IntN(names))
-				var err error
-				switch rnd.IntN(5) {
-				case 0:
-					_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"parity": parity(rnd.IntN(2))}},
-						Data: map[string]string{"w": fmt.Sprint(w)}}, metav1.CreateOptions{})
-				case 1:
-					err = cms.Delete(ctx, name, metav1.DeleteOptions{})
-				default:
-					var cm *corev1.ConfigMap
-					if cm, err = cms.Get(ctx, name, metav1.GetOptions{}); err == nil {
-						cm.Data = map[string]string{"w": fmt.Sprint(w), "i": fmt.Sprint(i)}
-						if rnd.IntN(3) == 0 {
-							cm.Labels = map[string]string{"parity": parity(rnd.IntN(2))}
-						}
-						_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-					}
+	source := func(w int) *rand.Rand { return rand.New(rand.NewPCG(seed, uint64(w))) }
+	return h.churnWith(names, ops, workers, source, func(c churnStep) error {
+		switch c.rnd.IntN(5) {
+		case 0:
+			return c.create(map[string]string{"parity": parity(c.rnd.IntN(2))})
+		case 1:
+			return c.delete()
+		default:
+			return c.update(func(cm *corev1.ConfigMap) {
+				if c.rnd.IntN(3) == 0 {
+					cm.Labels = map[string]string{"parity": parity(c.rnd.IntN(2))}
 				}
-				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+			})
+		}
+	})
 }
 
 // changeWhileDown deletes, updates, relabels, creates, and deletes and

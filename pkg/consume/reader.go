@@ -9,6 +9,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/klog/v2"
+
+	"github.com/kubebridge/kubebridge/pkg/streamread"
 )
 
 // errConsumerLost is returned by a reader that may not recreate its
@@ -26,20 +28,14 @@ type reader struct {
 	cfg    jetstream.ConsumerConfig
 	resume bool
 
-	cons jetstream.Consumer
+	// cons knows where the stream stood when it was created: its last
+	// sequence, read just after, and the messages it had pending.
+	cons *streamread.Consumer
 	it   jetstream.MessagesContext
 	// lastSeq is the stream sequence of the last message delivered, acked
 	// that of the last one acknowledged (durable consumers).
 	lastSeq, acked uint64
-	// Where the stream stood when the consumer was created: its last
-	// sequence (read just after), and the messages the consumer had
-	// pending.
-	streamLastSeq, pendingAtStart uint64
 }
-
-// inactiveThreshold is how long the server keeps an ephemeral consumer
-// nobody pulls from; a reader recreates it after that.
-const inactiveThreshold = time.Minute
 
 func (r *reader) durable() bool { return r.cfg.Durable != "" }
 
@@ -49,27 +45,13 @@ func (r *reader) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consume: stream %s: %w", r.stream, err)
 	}
-	if r.durable() {
-		r.cons, err = s.CreateOrUpdateConsumer(ctx, r.cfg)
-	} else {
-		cfg := r.cfg
-		cfg.InactiveThreshold = inactiveThreshold
-		r.cons, err = s.CreateConsumer(ctx, cfg)
-	}
+	// An ephemeral consumer the server dropped after a minute without a
+	// pull is recreated by next.
+	cons, err := streamread.Open(ctx, s, r.cfg)
 	if err != nil {
-		return fmt.Errorf("consume: create a consumer on %s: %w", r.stream, err)
+		return fmt.Errorf("consume: %w", err)
 	}
-	r.pendingAtStart = r.cons.CachedInfo().NumPending
-	// The stream's last sequence once the consumer exists, not before: a
-	// consumer of the last message per subject delivers, of an object
-	// changed between the two, only the newer message, so a reader that
-	// took the older last sequence for caught up would list the state
-	// there without that object.
-	info, err := s.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("consume: stream %s: %w", r.stream, err)
-	}
-	r.streamLastSeq = info.State.LastSeq
+	r.cons = cons
 	if r.it, err = r.cons.Messages(jetstream.WithMessagesErrOnMissingHeartbeat(true)); err != nil {
 		return fmt.Errorf("consume: pull from %s: %w", r.stream, err)
 	}
@@ -194,10 +176,5 @@ func (r *reader) close(ctx context.Context) {
 		return
 	}
 	r.it.Stop()
-	if r.durable() {
-		return
-	}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = r.js.DeleteConsumer(dctx, r.stream, r.cons.CachedInfo().Name)
+	r.cons.Delete(ctx)
 }

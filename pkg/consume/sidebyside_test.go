@@ -142,7 +142,7 @@ func sideBySide(t *testing.T, stream map[string]string, resync string, exact boo
 		maps.Copy(v, stream)
 		return v
 	}
-	stop := h.launchBridge("configmaps", env("1s")).stop
+	stop := h.launchBridge("configmaps", env("1s")).Stop
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)

@@ -180,13 +180,13 @@ func (s *State) bootstrapAndFollow(ctx context.Context) error {
 		return err
 	}
 	s.a.AddTerms(markers...)
-	klog.FromContext(ctx).V(2).Info("Bootstrapping", "mode", s.mode, "filters", b.cfg.FilterSubjects, "pending", r.pendingAtStart, "streamLastSeq", r.streamLastSeq)
+	klog.FromContext(ctx).V(2).Info("Bootstrapping", "mode", s.mode, "filters", b.cfg.FilterSubjects, "pending", r.cons.Pending, "streamLastSeq", r.cons.LastSeq)
 	for _, m := range b.seed {
 		if err := s.a.ApplyMsg(m.Sequence, &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data}); err != nil {
 			return err
 		}
 	}
-	if r.pendingAtStart == 0 {
+	if r.cons.Pending == 0 {
 		s.sync(r)
 	}
 	for {
@@ -211,7 +211,7 @@ func (s *State) bootstrapAndFollow(ctx context.Context) error {
 		if err := s.apply(b, m); err != nil {
 			return err
 		}
-		if !s.HasSynced() && (m.meta.NumPending == 0 || m.meta.Sequence.Stream >= r.streamLastSeq) {
+		if !s.HasSynced() && r.cons.Reached(m.meta) {
 			s.sync(r)
 		}
 	}

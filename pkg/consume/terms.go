@@ -2,7 +2,6 @@ package consume
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebridge/kubebridge/pkg/contract"
+	"github.com/kubebridge/kubebridge/pkg/streamread"
 )
 
 // terms applies the term rule: in stream order, an event whose term is
@@ -104,58 +104,19 @@ func readTerms(ctx context.Context, js jetstream.JetStream, stream string, subje
 // scanSubject calls fn with the sequence and headers of every message on
 // subject (a few: markers), oldest first, without their data.
 func scanSubject(ctx context.Context, js jetstream.JetStream, stream, subject string, fn func(seq uint64, h nats.Header) error) error {
-	c, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return err
+	}
+	return streamread.Read(ctx, s, jetstream.ConsumerConfig{
 		FilterSubjects: []string{subject},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckNonePolicy,
 		HeadersOnly:    true,
+		MemoryStorage:  true,
+	}, streamread.Fetching{Batch: 256, Wait: fetchWait}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) error {
+		return fn(meta.Sequence.Stream, m.Headers())
 	})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		// Ordered consumers are ephemeral; do not leave it to the
-		// server's inactivity timeout.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = js.DeleteConsumer(dctx, stream, c.CachedInfo().Name)
-	}()
-	info, err := c.Info(ctx)
-	if err != nil {
-		return err
-	}
-	for left := info.NumPending; left > 0; {
-		batch, err := c.Fetch(int(min(left, 256)), jetstream.FetchMaxWait(fetchWait))
-		if err != nil {
-			return err
-		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			meta, err := m.Metadata()
-			if err != nil {
-				return err
-			}
-			if err := fn(meta.Sequence.Stream, m.Headers()); err != nil {
-				return err
-			}
-			left = meta.NumPending
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return err
-		}
-		if got == 0 {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			// What was pending may have been removed meanwhile (expired).
-			info, err := c.Info(ctx)
-			if err != nil {
-				return err
-			}
-			left = info.NumPending
-		}
-	}
-	return nil
 }
 
 // fetchWait bounds one wait for a message when a reader must notice that

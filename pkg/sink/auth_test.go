@@ -9,21 +9,13 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
+
+	"github.com/kubebridge/kubebridge/internal/natstest"
 )
 
 func startAuthServer(t *testing.T, opts *server.Options) string {
 	t.Helper()
-	opts.Host, opts.Port, opts.NoSigs, opts.NoLog = "127.0.0.1", -1, true, true
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(s.Shutdown)
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("not ready")
-	}
-	return s.ClientURL()
+	return natstest.Server(t, *opts).ClientURL()
 }
 
 // connectOnce tries one connection with a short deadline: Connect retries

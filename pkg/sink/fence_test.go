@@ -72,11 +72,10 @@ func lastOf(t *testing.T, s jetstream.Stream, subject string) string {
 	return string(m.Data)
 }
 
-// A writer whose term is over is refused by JetStream on every subject a
-// newer term has written, stops at the first refusal, and publishes nothing
-// after it; the newer term overwrites whatever the older one stored on a
-// subject it had not written yet.
-func TestFenceRefusesAnOlderTerm(t *testing.T) {
+// startFenceStream starts a server with the stream KB on kb.>, as the
+// fence tests write it.
+func startFenceStream(t *testing.T) (jetstream.JetStream, jetstream.Stream) {
+	t.Helper()
 	js := startJetStream(t)
 	ctx := context.Background()
 	if _, err := EnsureStream(ctx, js, jetstream.StreamConfig{Name: "KB", Subjects: []string{"kb.>"}, Duplicates: time.Minute}, "kb.>"); err != nil {
@@ -86,6 +85,15 @@ func TestFenceRefusesAnOlderTerm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return js, s
+}
+
+// A writer whose term is over is refused by JetStream on every subject a
+// newer term has written, stops at the first refusal, and publishes nothing
+// after it; the newer term overwrites whatever the older one stored on a
+// subject it had not written yet.
+func TestFenceRefusesAnOlderTerm(t *testing.T) {
+	js, s := startFenceStream(t)
 	old := newFencedWriter(t, js, s, 1)
 	for _, subj := range []string{"kb.a", "kb.b", "kb.c"} {
 		if err := old.write(subj, false); err != nil {
@@ -162,15 +170,8 @@ func TestFenceRefusesAnOlderTerm(t *testing.T) {
 // A message stored whose acknowledgement never arrived is not stored twice
 // when it is sent again with a stale expected sequence.
 func TestFenceRetryOfAStoredMessage(t *testing.T) {
-	js := startJetStream(t)
+	js, s := startFenceStream(t)
 	ctx := context.Background()
-	if _, err := EnsureStream(ctx, js, jetstream.StreamConfig{Name: "KB", Subjects: []string{"kb.>"}, Duplicates: time.Minute}, "kb.>"); err != nil {
-		t.Fatal(err)
-	}
-	s, err := js.Stream(ctx, "KB")
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := newFencedWriter(t, js, s, 7)
 	// Stored as if by an earlier attempt whose ack was lost.
 	if _, err := js.PublishMsg(ctx, &nats.Msg{Subject: "kb.x", Header: nats.Header{jetstream.MsgIDHeader: {"term7/1"}, testTermHeader: {"7"}}, Data: []byte("term7/1")}); err != nil {

@@ -45,15 +45,8 @@ func (m markerTerms) Marker(ctx context.Context, seq uint64) (MarkerState, error
 // real newer term still does. Observe reports a foreign last message that
 // a scan finds.
 func TestFenceOverwritesForeignMessages(t *testing.T) {
-	js := startJetStream(t)
+	js, s := startFenceStream(t)
 	ctx := context.Background()
-	if _, err := EnsureStream(ctx, js, jetstream.StreamConfig{Name: "KB", Subjects: []string{"kb.>"}, Duplicates: time.Minute}, "kb.>"); err != nil {
-		t.Fatal(err)
-	}
-	s, err := js.Stream(ctx, "KB")
-	if err != nil {
-		t.Fatal(err)
-	}
 	put := func(subject string, h nats.Header) uint64 {
 		t.Helper()
 		ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Header: h, Data: []byte("by hand")})

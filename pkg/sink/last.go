@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kubebridge/kubebridge/pkg/streamread"
 )
 
 // lastBatch is how many messages one fetch asks for while reading the last
@@ -28,56 +30,22 @@ type Tail struct {
 // itself after a gap from the next stream sequence, which would go on with
 // messages that are not the last of their subject.
 func (t Tail) LastPerSubject(ctx context.Context, filter string, fn func(subject string, seq uint64, header nats.Header) error) error {
-	c, err := t.Stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
-		FilterSubjects:    []string{filter},
-		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
-		AckPolicy:         jetstream.AckNonePolicy,
-		HeadersOnly:       true,
-		MemoryStorage:     true,
-		InactiveThreshold: time.Minute,
+	var fnErr error
+	err := streamread.Read(ctx, t.Stream, jetstream.ConsumerConfig{
+		FilterSubjects: []string{filter},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+		AckPolicy:      jetstream.AckNonePolicy,
+		HeadersOnly:    true,
+		MemoryStorage:  true,
+	}, streamread.Fetching{Batch: lastBatch, Wait: 10 * time.Second}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) error {
+		fnErr = fn(m.Subject(), meta.Sequence.Stream, m.Headers())
+		return fnErr
 	})
-	if err != nil {
+	// fn's own error goes back as it is.
+	if err != nil && !errors.Is(err, fnErr) {
 		return fmt.Errorf("sink: read the last message per subject of %s: %w", filter, err)
 	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = t.Stream.DeleteConsumer(dctx, c.CachedInfo().Name)
-	}()
-	left := c.CachedInfo().NumPending
-	for left > 0 {
-		// A fetch returns when its batch is full: ask for what is pending.
-		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		batch, err := c.Fetch(int(min(left, lastBatch)), jetstream.FetchContext(fctx))
-		if err != nil {
-			cancel()
-			return fmt.Errorf("sink: read the last message per subject of %s: %w", filter, err)
-		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			meta, err := m.Metadata()
-			if err != nil {
-				cancel()
-				return fmt.Errorf("sink: read the last message per subject of %s: %w", filter, err)
-			}
-			if err := fn(m.Subject(), meta.Sequence.Stream, m.Headers()); err != nil {
-				cancel()
-				return err
-			}
-			left = meta.NumPending
-		}
-		err = batch.Error()
-		cancel()
-		if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("sink: read the last message per subject of %s: %w", filter, err)
-		}
-		if got == 0 {
-			// What was pending went away meanwhile (expired or purged).
-			break
-		}
-	}
-	return nil
+	return err
 }
 
 // Last returns the last message stored on subject, with its data.

@@ -11,34 +11,19 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kubebridge/kubebridge/internal/natstest"
 )
 
 // startServer starts a NATS server, with JetStream or without.
 func startServer(t testing.TB, withJetStream bool) *server.Server {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: withJetStream, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(s.Shutdown)
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("not ready")
-	}
-	return s
+	return natstest.Server(t, server.Options{JetStream: withJetStream})
 }
 
 func jetStreamOn(t *testing.T, s *server.Server) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := natstest.JetStream(t, s.ClientURL())
 	return js
 }
 

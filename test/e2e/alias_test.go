@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
@@ -23,8 +22,7 @@ import (
 // <uid>/<rv>/<verb>, the same under both versions).
 func TestAliasedTypes(t *testing.T) {
 	const creates, updates, deletes = 20, 10, 5
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	b := h.startBridge(map[string]string{"BRIDGE_RESOURCES": "horizontalpodautoscalers.v1.autoscaling; horizontalpodautoscalers.v2.autoscaling"})
 	types := map[string]string{ // type subject → resource (ids, metrics)
 		h.typeSubject("autoscaling", "v1", "horizontalpodautoscalers"): "horizontalpodautoscalers.v1.autoscaling",

@@ -28,8 +28,7 @@ const cmResource = "configmaps.v1"
 // equals the apiserver's list.
 func TestSnapshotWithChurn(t *testing.T) {
 	const objects = 5000
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	h.createManyWith(objects, func(i int) string { return churnName("churn-", i) }, 512)
 
@@ -124,7 +123,7 @@ func TestNATSOutage(t *testing.T) {
 	}
 	const names = 200
 	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	t.Cleanup(func() {
 		if env.NATSServer() == nil {

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/cenats"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
@@ -34,8 +33,7 @@ const defaultMaxMsgsPerSubject = 8
 // the test (about 40 s under -race on two cores).
 func TestCompaction(t *testing.T) {
 	const objects = 5000
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	h.createManyWith(objects, func(i int) string { return churnName("churn-", i) }, 64)
 
@@ -113,8 +111,8 @@ func TestCompaction(t *testing.T) {
 
 // ---- reading the stream as a bootstrapping consumer ----
 
-// streamInfo is the test's stream info.
-func (h *harness) streamInfo() *jetstream.StreamInfo {
+// streamInfo is the test's stream info, with opts (a subject filter).
+func (h *harness) streamInfo(opts ...jetstream.StreamInfoOpt) *jetstream.StreamInfo {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -122,7 +120,7 @@ func (h *harness) streamInfo() *jetstream.StreamInfo {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	info, err := s.Info(ctx)
+	info, err := s.Info(ctx, opts...)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -132,17 +130,7 @@ func (h *harness) streamInfo() *jetstream.StreamInfo {
 // subjectCounts is the number of messages per subject.
 func (h *harness) subjectCounts() map[string]uint64 {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := h.js.Stream(ctx, h.stream)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(h.prefix+".>"))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return info.State.Subjects
+	return h.streamInfo(jetstream.WithSubjectFilter(h.prefix + ".>")).State.Subjects
 }
 
 // lastMsg is the last message on subject, nil if it has none.

@@ -18,7 +18,7 @@ import (
 func TestTokenInNATSURLNeverLogged(t *testing.T) {
 	const token = "s3cretTOKENvalue42"
 	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	hostPort := strings.TrimPrefix(env.NATSURL(), "nats://")
 	b := h.startBridge(map[string]string{
 		"BRIDGE_RESOURCES": "configmaps",

@@ -83,16 +83,8 @@ func TestDeployOverlays(t *testing.T) {
 	kdir := filepath.Join(root, "deploy", "kustomize")
 	deployCheckTable(t, kdir)
 
-	rc := env.RESTConfig()
-	rc.QPS, rc.Burst = 500, 1000
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube := env.Clients(t)
+	rc, cs, dyn := kube.REST, kube.Kube, kube.Dynamic
 
 	// Positive controls: a "denied" answer means something only if the same
 	// question is answered "allowed" for someone who holds the permission.

@@ -16,7 +16,6 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
@@ -47,8 +46,7 @@ type objectKind struct {
 // resource whose CRD was created at run time, and checks every attribute,
 // subject, id and the data of the three events of each.
 func TestObjectEvents(t *testing.T) {
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	h.ensureWidgetCRD()
 
 	b := h.startBridge(map[string]string{"BRIDGE_RESOURCES": "configmaps; widgets.example.com"})
@@ -345,15 +343,8 @@ func (h *harness) ensureWidgetCRD() {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	for {
-		list, err := h.cs.Discovery().ServerResourcesForGroupVersion("example.com/v1")
-		if err == nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "widgets" }) {
-			return
-		}
-		if ctx.Err() != nil {
-			h.t.Fatalf("widgets not in discovery: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := fixtures.WaitForWidgets(ctx, h.cs.Discovery()); err != nil {
+		h.t.Fatal(err)
 	}
 }
 

@@ -14,8 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kubebridge/kubebridge/internal/testenv"
 )
 
 // electionVars configure a bridge with leader election on a short Lease.
@@ -62,8 +60,7 @@ func checkStandby(t *testing.T, b *bridge) {
 // and no duplicate id. Only one replica published at a time: the standby
 // published nothing before the kill, and the leader was dead after it.
 func TestFailoverAfterSIGKILL(t *testing.T) {
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	if n := failoverObjects(t); n > 0 {
 		start := time.Now()
@@ -128,8 +125,7 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 // non-zero with one line saying why, so that Kubernetes restarts it as a
 // standby.
 func TestDeposedLeaderExits(t *testing.T) {
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	b1 := h.startBridge(h.electionVars("bridge-a"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -222,8 +218,7 @@ func logTime(out, substr string) (time.Time, bool) {
 // Lease to expire; a standby stopped with SIGTERM exits 0 without ever
 // leading. The replay equals the apiserver's list afterwards.
 func TestHandoverOnSIGTERM(t *testing.T) {
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 
 	b1 := h.startBridge(h.electionVars("bridge-a"))

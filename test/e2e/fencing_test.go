@@ -62,8 +62,7 @@ func waitExitNonZero(t *testing.T, b *bridge, who string) int {
 // The stream then holds the cluster's state, in the replay and in the last
 // message per subject alike.
 func TestSecondBridgeFencesTheFirst(t *testing.T) {
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	h.createCMs(200)
 	vars := map[string]string{"BRIDGE_RESOURCES": "configmaps"}
@@ -107,21 +106,14 @@ func TestSecondBridgeFencesTheFirst(t *testing.T) {
 // changes it held) is refused by JetStream: nothing it stores after the
 // new term began, and it exits non-zero.
 func TestPausedLeaderIsFenced(t *testing.T) {
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	h.createCMs(300)
 	v1 := h.electionVars("bridge-a")
 	// A snapshot every second: when the leader thaws, one is due at once.
 	v1["BRIDGE_RESYNC_PERIOD"] = "1s"
-	b1 := h.startBridge(v1)
-	b2 := h.launchBridge(h.electionVars("bridge-b"))
-	b2.waitLog("Standby: informer caches synced", readyTimeout)
-	c := startChurn(h.cs, h.ns, 60, 5*time.Millisecond, 7)
+	b1, b2, c := h.leaderUnderChurn(v1, 7)
 	defer c.stop()
-	if !c.waitOps(100, time.Minute) {
-		t.Fatalf("churn stalled: %v", c)
-	}
 	if err := b1.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +153,7 @@ func TestPausedLeaderIsFenced(t *testing.T) {
 // or swept by its end marker, and no resourceVersion regresses.
 func TestPartitionedLeader(t *testing.T) {
 	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	h.createCMs(300)
 	proxy := startProxy(t, strings.TrimPrefix(env.APIServerURL(), "https://"))
@@ -169,14 +161,8 @@ func TestPartitionedLeader(t *testing.T) {
 	v1["KUBECONFIG"] = h.kubeconfigVia(proxy)
 	// Snapshots of its stale cache keep coming while it is cut off.
 	v1["BRIDGE_RESYNC_PERIOD"] = "1s"
-	b1 := h.startBridge(v1)
-	b2 := h.launchBridge(h.electionVars("bridge-b"))
-	b2.waitLog("Standby: informer caches synced", readyTimeout)
-	c := startChurn(h.cs, h.ns, 60, 5*time.Millisecond, 11)
+	b1, b2, c := h.leaderUnderChurn(v1, 11)
 	defer c.stop()
-	if !c.waitOps(100, time.Minute) {
-		t.Fatalf("churn stalled: %v", c)
-	}
 	before := maps.Clone(h.listConfigMaps(h.ns, metav1.ListOptions{}))
 	proxy.pause()
 	cut := time.Now()
@@ -192,4 +178,20 @@ func TestPartitionedLeader(t *testing.T) {
 	}
 	st := h.settleAfterTakeover(c, typ)
 	t.Logf("%d objects before the partition; %d swept in the replay; the old leader exited %d", len(before), len(st.Swept), code)
+}
+
+// leaderUnderChurn starts a leader with vars and a standby (bridge-b), and
+// once the standby is ready ConfigMaps churning (seed); it returns after
+// 100 changes. The caller stops the churn.
+func (h *harness) leaderUnderChurn(vars map[string]string, seed uint64) (leader, standby *bridge, c *churn) {
+	h.t.Helper()
+	leader = h.startBridge(vars)
+	standby = h.launchBridge(h.electionVars("bridge-b"))
+	standby.waitLog("Standby: informer caches synced", readyTimeout)
+	c = startChurn(h.cs, h.ns, 60, 5*time.Millisecond, seed)
+	if !c.waitOps(100, time.Minute) {
+		c.stop()
+		h.t.Fatalf("churn stalled: %v", c)
+	}
+	return leader, standby, c
 }

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebridge/kubebridge/internal/cli"
-	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/consume"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
@@ -36,8 +35,7 @@ const (
 // violation, a DecodeError) and kubebridge verify (exit 1), and their state
 // still equals the apiserver's.
 func TestForeignMessages(t *testing.T) {
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	for _, name := range []string{"a", "b", "c"} {
 		h.createCM(h.ns, name, nil, map[string]string{"k": name})

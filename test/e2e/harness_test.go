@@ -62,9 +62,15 @@ type harness struct {
 	bridges int
 }
 
-// newHarness sets up a harness on env (the shared one from testenv.Get, or
-// one the test started itself) and its NATS server.
-func newHarness(t *testing.T, env *testenv.Env) *harness {
+// newHarness sets up a harness on the shared environment (testenv.Get)
+// and its NATS server.
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	return newHarnessIn(t, testenv.Get(t))
+}
+
+// newHarnessIn is newHarness on an environment of the test's own.
+func newHarnessIn(t *testing.T, env *testenv.Env) *harness {
 	t.Helper()
 	return newHarnessOn(t, env, env.NATSURL())
 }
@@ -90,17 +96,11 @@ func newHarnessOn(t *testing.T, env *testenv.Env, natsURL string, readerOpts ...
 		prefix:  fmt.Sprintf("e2e%d-%s", n, name),
 		stream:  fmt.Sprintf("E2E_%d_%s", n, strings.ReplaceAll(strings.ToUpper(name), "-", "_")),
 	}
-	rc := env.RESTConfig()
-	rc.QPS, rc.Burst = 500, 1000
-	var err error
-	if h.cs, err = kubernetes.NewForConfig(rc); err != nil {
-		t.Fatal(err)
-	}
-	if h.dyn, err = dynamic.NewForConfig(rc); err != nil {
-		t.Fatal(err)
-	}
+	kube := env.Clients(t)
+	h.cs, h.dyn = kube.Kube, kube.Dynamic
 	h.ns = h.newNamespace()
 
+	var err error
 	h.nc, err = nats.Connect(natsURL, append([]nats.Option{nats.Name("e2e-reader"), nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond), nats.RetryOnFailedConnect(true)}, readerOpts...)...)
 	if err != nil {
 		t.Fatal(err)

@@ -5,12 +5,7 @@ import (
 	"context"
 	"debug/buildinfo"
 	"debug/elf"
-	"encoding/base64"
 	"fmt"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,11 +20,11 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kubebridge/kubebridge/internal/image"
+	"github.com/kubebridge/kubebridge/internal/image/imagetest"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 )
 
@@ -317,22 +312,8 @@ func checkImageAnnotations(t *testing.T, where string, got, want map[string]stri
 func checkImagePush(t *testing.T, b *imageBuild, digest v1.Hash) {
 	t.Helper()
 	const user, password = "kubebridge-ci", "push-secret"
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
-			w.Header().Set("WWW-Authenticate", `Basic realm="e2e"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
-	dockerConfig := t.TempDir()
-	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
-	if err := os.WriteFile(filepath.Join(dockerConfig, "config.json"), fmt.Appendf(nil, `{"auths": {%q: {"auth": %q}}}`, host, auth), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	host := imagetest.Registry(t, user, password)
+	dockerConfig := imagetest.DockerConfig(t, host, user, password)
 	ref := host + "/kubebridge/kubebridge:e2e"
 	out, err := runMake(t, 5*time.Minute, []string{"DOCKER_CONFIG=" + dockerConfig}, "image-push", "IMAGE="+ref, "IMAGE_DIR="+b.layout)
 	if err != nil {

@@ -35,7 +35,7 @@ import (
 func TestJSConsumer(t *testing.T) {
 	node, npm := jsTools(t)
 	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	dir := jsInstall(t, npm)
 

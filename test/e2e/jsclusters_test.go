@@ -21,7 +21,7 @@ import (
 func TestJSConsumerClusters(t *testing.T) {
 	node, npm := jsTools(t)
 	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	dir := jsInstall(t, npm)
 	for i := range 4 {
 		h.createCM(h.ns, fmt.Sprintf("cm-%d", i), nil, map[string]string{"k": "v"})

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
@@ -20,8 +19,7 @@ import (
 // resourceVersions alike, and so does a full replay with mark-and-sweep.
 func TestLastPerSubjectAfterRestart(t *testing.T) {
 	const objects, deleted, updated = 2000, 200, 200
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	createMany(t, h, objects)
 	// The defaults (per-subject limit, tombstones with a TTL and roll-up):

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -39,25 +36,14 @@ func TestMain(m *testing.M) {
 // buildBridge builds ./cmd/bridge into dir, with -race when the tests run
 // with -race, and returns the binary's path.
 func buildBridge(ctx context.Context, dir string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("go env GOMOD: not in a module (%q)", gomod)
-	}
-	bin := filepath.Join(dir, "bridge")
-	args := []string{"build", "-o", bin}
+	var flags []string
 	if raceEnabled {
-		args = append(args, "-race")
+		flags = append(flags, "-race")
 	}
-	args = append(args, "./cmd/bridge")
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = filepath.Dir(gomod)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+	bin, err := testenv.GoBuild(ctx, dir, "bridge", "./cmd/bridge", flags...)
+	if err != nil {
+		return "", err
 	}
 	fmt.Fprintf(os.Stderr, "e2e: built %s (race=%v) in %v\n", bin, raceEnabled, time.Since(start).Round(time.Millisecond))
 	return bin, nil

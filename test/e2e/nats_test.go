@@ -22,7 +22,7 @@ import (
 func TestOversizeObject(t *testing.T) {
 	const maxPayload = 8192
 	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	orig := h.nc.MaxPayload()
 	// Registered before the bridge starts, so it runs after the bridge is
 	// stopped.
@@ -142,7 +142,7 @@ func TestOversizeObject(t *testing.T) {
 // larger than the max payload, and snapshots must stay consistent.
 func TestMaxPayloadShrinksWhileRunning(t *testing.T) {
 	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	orig := h.nc.MaxPayload()
 	b := h.startBridge(map[string]string{"BRIDGE_RESOURCES": "configmaps", "BRIDGE_RESYNC_PERIOD": "2s"})
 	// Cleanups run last-in first-out: the bridge is stopped first.

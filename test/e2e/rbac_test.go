@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
@@ -30,8 +29,7 @@ import (
 // fails naming secrets, kubebridge_resource_ready says which type is
 // ready, and the log says why (forbidden) without the bridge exiting.
 func TestForbiddenType(t *testing.T) {
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, name := range []string{"a", "b", "c"} {

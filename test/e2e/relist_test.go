@@ -33,7 +33,7 @@ func TestRelistAfterCompaction(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	env := envWithoutWatchCache(ctx, t)
-	h := newHarness(t, env)
+	h := newHarnessIn(t, env)
 	typ := h.cmType()
 	keep := map[int]*corev1.ConfigMap{}
 	for i := range 6 {
@@ -95,12 +95,7 @@ func TestRelistAfterCompaction(t *testing.T) {
 	defer logOnFailure(t, msgs)
 	b.stop()
 
-	checkNoRegressions(t, st)
-	checkSnapshots(t, msgs)
-	checkUniqueIDs(t, msgs)
-	if len(st.Swept) > 0 {
-		t.Errorf("objects swept (there was no snapshot after the start-up one, so every change must be an event): %v", st.Swept)
-	}
+	checkEventsOnly(t, msgs, st)
 
 	// The informer relisted because its watch was too old.
 	tooOld := regexp.MustCompile(`(?i)too old`)
@@ -197,7 +192,7 @@ func TestRecreateAcrossRelist(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	env := envWithoutWatchCache(ctx, t)
-	h := newHarness(t, env)
+	h := newHarnessIn(t, env)
 	typ := h.cmType()
 	old := h.createCM(h.ns, "phoenix", nil, map[string]string{"v": "old"})
 	other := h.createCM(h.ns, "other", nil, map[string]string{"v": "0"})
@@ -247,12 +242,7 @@ func TestRecreateAcrossRelist(t *testing.T) {
 	defer logOnFailure(t, msgs)
 	b.stop()
 
-	checkNoRegressions(t, st)
-	checkSnapshots(t, msgs)
-	checkUniqueIDs(t, msgs)
-	if len(st.Swept) > 0 {
-		t.Errorf("objects swept (there was no snapshot after the start-up one, so every change must be an event): %v", st.Swept)
-	}
+	checkEventsOnly(t, msgs, st)
 	if b.countLog("too old") == 0 {
 		t.Errorf("the bridge log shows no watch failing with 410 / too old resource version: the informer did not relist, the test proves nothing")
 	}
@@ -312,4 +302,16 @@ func envWithoutWatchCache(ctx context.Context, t *testing.T) *testenv.Env {
 	})
 	t.Logf("own environment (--watch-cache=false) up in %v", time.Since(start).Round(time.Millisecond))
 	return env
+}
+
+// checkEventsOnly checks a replay in which every change must be an event:
+// there was no snapshot after the start-up one, so nothing is swept.
+func checkEventsOnly(t *testing.T, msgs []replay.Message, st *replay.State) {
+	t.Helper()
+	checkNoRegressions(t, st)
+	checkSnapshots(t, msgs)
+	checkUniqueIDs(t, msgs)
+	if len(st.Swept) > 0 {
+		t.Errorf("objects swept (there was no snapshot after the start-up one, so every change must be an event): %v", st.Swept)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
@@ -17,8 +16,7 @@ import (
 // published as deleted (finalstateunknown), and no resourceVersion goes
 // back.
 func TestRestartAfterSIGKILL(t *testing.T) {
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	del := h.createCM(h.ns, "fixed-del", nil, map[string]string{"k": "1"})
 	upd := h.createCM(h.ns, "fixed-upd", nil, map[string]string{"k": "1"})

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
@@ -31,8 +30,7 @@ import (
 // the term of the last term marker before it, so only one replica
 // published at a time.
 func TestRollingUpdate(t *testing.T) {
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	began := time.Now()
 	led := h.watchConfigMaps()

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
@@ -20,10 +19,8 @@ import (
 // objects matching its label or field selector; and that short names and
 // resource.group names resolve while an unknown name fails start-up.
 func TestScope(t *testing.T) {
-	env := testenv.Get(t)
-
 	t.Run("NamespacesAndNames", func(t *testing.T) {
-		h := newHarness(t, env)
+		h := newHarness(t)
 		other := h.newNamespace()
 		for _, ns := range []string{h.ns, other} {
 			h.createCM(ns, "before", nil, map[string]string{"k": "v"})
@@ -96,7 +93,7 @@ func TestScope(t *testing.T) {
 	})
 
 	t.Run("LabelSelector", func(t *testing.T) {
-		h := newHarness(t, env)
+		h := newHarness(t)
 		a := map[string]string{"team": "a"}
 		bl := map[string]string{"team": "b"}
 		a1 := h.createCM(h.ns, "a1", a, nil)
@@ -131,7 +128,7 @@ func TestScope(t *testing.T) {
 	})
 
 	t.Run("FieldSelector", func(t *testing.T) {
-		h := newHarness(t, env)
+		h := newHarness(t)
 		keep := h.createCM(h.ns, "keep", nil, map[string]string{"k": "1"})
 		other := h.createCM(h.ns, "other", nil, map[string]string{"k": "1"})
 		h.startBridge(map[string]string{"BRIDGE_RESOURCES": "configmaps | fields=metadata.name=keep"})
@@ -159,7 +156,7 @@ func TestScope(t *testing.T) {
 	})
 
 	t.Run("UnknownResource", func(t *testing.T) {
-		h := newHarness(t, env)
+		h := newHarness(t)
 		b := h.launchBridge(map[string]string{"BRIDGE_RESOURCES": "configmaps; frobnicators"})
 		b.stopped.Store(true)
 		code, ok := b.waitExit(60 * time.Second)

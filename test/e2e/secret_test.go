@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
@@ -23,8 +22,7 @@ import (
 // redaction: no value, in clear or base64, is in any stored byte, while
 // the keys are.
 func TestSecretsRedacted(t *testing.T) {
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	secrets := h.cs.CoreV1().Secrets(h.ns)

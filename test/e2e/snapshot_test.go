@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
-	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
@@ -21,8 +20,7 @@ import (
 // with snapshotcount 500, and none of them as added.
 func TestStartupSnapshot(t *testing.T) {
 	const n = 500
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 
 	created := h.createMany(n)
 	b := h.startBridge(map[string]string{"BRIDGE_RESOURCES": "configmaps"})
@@ -168,8 +166,7 @@ func (h *harness) createManyWith(n int, name func(int) string, filler int) map[s
 // was lost), and once the churn stops the replayed state is the
 // apiserver's.
 func TestPeriodicSnapshotsUnderChurn(t *testing.T) {
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	for i := range 20 {
 		h.createCM(h.ns, fmt.Sprintf("churn-%02d", i*2), nil, map[string]string{"i": "pre"})
@@ -223,8 +220,7 @@ func TestPeriodicSnapshotsUnderChurn(t *testing.T) {
 // resourceVersion from going back. (The overtaking windows are short; on
 // a fast machine they mostly open under -race, which `make test` uses.)
 func TestSnapshotsUnderHotUpdates(t *testing.T) {
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	names := []string{"hot-0", "hot-1"}
 	for _, n := range names {

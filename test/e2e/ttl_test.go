@@ -8,7 +8,6 @@ import (
 	"github.com/nats-io/nats.go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
@@ -24,8 +23,7 @@ import (
 // equal the apiserver's list.
 func TestTombstoneTTL(t *testing.T) {
 	const objects, deleted = 20, 6
-	env := testenv.Get(t)
-	h := newHarness(t, env)
+	h := newHarness(t)
 	typ := h.cmType()
 	cms := h.createManyWith(objects, func(i int) string { return churnName("ttl-", i) }, 0)
 

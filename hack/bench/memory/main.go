@@ -77,6 +77,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
 	"github.com/kubebridge/kubebridge/internal/bridge"
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/testenv"
@@ -361,35 +362,16 @@ func createObjects(ctx context.Context, cs kubernetes.Interface, n, size, worker
 		return err
 	}
 	start := time.Now()
-	var next, done atomic.Int64
-	var firstErr error
-	var errOnce sync.Once
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				if err := createOne(ctx, cs, i, size); err != nil {
-					errOnce.Do(func() { firstErr = err; cancel() })
-					return
-				}
-				if d := done.Add(1); d%2000 == 0 || int(d) == n {
-					el := time.Since(start)
-					fmt.Fprintf(os.Stderr, "created %d/%d ConfigMaps in %v (%.0f/s)\n", d, n, el.Round(time.Millisecond), float64(d)/el.Seconds())
-				}
-			}
-		})
+	err := benchkit.Parallel(ctx, n, workers, func(ctx context.Context, i int) error { return createOne(ctx, cs, i, size) }, func(d int) {
+		if d%2000 == 0 || d == n {
+			el := time.Since(start)
+			fmt.Fprintf(os.Stderr, "created %d/%d ConfigMaps in %v (%.0f/s)\n", d, n, el.Round(time.Millisecond), float64(d)/el.Seconds())
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("create ConfigMaps: %w", err)
 	}
-	wg.Wait()
-	if firstErr != nil {
-		return fmt.Errorf("create ConfigMaps: %w", firstErr)
-	}
-	return ctx.Err()
+	return nil
 }
 
 const dataAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/"
@@ -414,7 +396,7 @@ func createOne(ctx context.Context, cs kubernetes.Interface, i, size int) error 
 		ObjectMeta: metav1.ObjectMeta{Name: objectName(i), Namespace: benchNamespace, Labels: map[string]string{"app": "bench-memory"}},
 		Data:       data,
 	}
-	return retry(ctx, func() error {
+	return benchkit.Retry(ctx, func() error {
 		_, err := cs.CoreV1().ConfigMaps(benchNamespace).Create(ctx, cm, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
@@ -424,17 +406,6 @@ func createOne(ctx context.Context, cs kubernetes.Interface, i, size int) error 
 }
 
 func objectName(i int) string { return fmt.Sprintf("cm-%06d", i) }
-
-func retry(ctx context.Context, f func() error) error {
-	var err error
-	for attempt := range 5 {
-		if err = f(); err == nil || ctx.Err() != nil {
-			return err
-		}
-		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
-	}
-	return err
-}
 
 // runChild runs mode m in a fresh process: the first measurement once it is
 // ready, then, with -churn, the churn and a second measurement. seq makes
@@ -660,7 +631,7 @@ func (b *bench) updateOne(ctx context.Context, k, seq int) error {
 	if err != nil {
 		return err
 	}
-	return retry(ctx, func() error {
+	return benchkit.Retry(ctx, func() error {
 		_, err := b.cs.CoreV1().ConfigMaps(benchNamespace).Patch(ctx, objectName(i), types.MergePatchType, body, metav1.PatchOptions{})
 		return err
 	})
@@ -1127,16 +1098,10 @@ func child(args []string) error {
 		}
 		f := kinformers.NewSharedInformerFactoryWithOptions(kube.Clients.Typed, 0, opts...)
 		inf := f.Core().V1().ConfigMaps().Informer()
-		if *wait {
-			if _, err := inf.AddEventHandler(counter); err != nil {
-				return err
-			}
+		var err error
+		if objects, err = startInformer(ctx, f.Start, inf, counter, *wait); err != nil {
+			return err
 		}
-		f.Start(ctx.Done())
-		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-			return errors.New("cache did not sync")
-		}
-		objects = len(inf.GetStore().ListKeys())
 		defer runtime.KeepAlive(inf)
 	case "dynamic", "dynamic-transform":
 		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(kube.Clients.Dynamic, 0, benchNamespace, nil)
@@ -1146,16 +1111,10 @@ func child(args []string) error {
 				return err
 			}
 		}
-		if *wait {
-			if _, err := inf.AddEventHandler(counter); err != nil {
-				return err
-			}
+		var err error
+		if objects, err = startInformer(ctx, f.Start, inf, counter, *wait); err != nil {
+			return err
 		}
-		f.Start(ctx.Done())
-		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-			return errors.New("cache did not sync")
-		}
-		objects = len(inf.GetStore().ListKeys())
 		defer runtime.KeepAlive(inf)
 	case "bridge-typed", "bridge-dynamic":
 		if name == "bridge-dynamic" {
@@ -1329,4 +1288,20 @@ func procStatus() (rss, hwm int64) {
 		}
 	}
 	return rss, hwm
+}
+
+// startInformer starts an informer's factory, counting the informer's
+// events when wait is set, and returns how many objects it holds once
+// synced.
+func startInformer(ctx context.Context, start func(<-chan struct{}), inf cache.SharedIndexInformer, counter cache.ResourceEventHandler, wait bool) (int, error) {
+	if wait {
+		if _, err := inf.AddEventHandler(counter); err != nil {
+			return 0, err
+		}
+	}
+	start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return 0, errors.New("cache did not sync")
+	}
+	return len(inf.GetStore().ListKeys()), nil
 }

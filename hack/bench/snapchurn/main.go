@@ -33,7 +33,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -61,6 +60,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -239,19 +239,9 @@ func run(ctx context.Context, o options) error {
 
 // buildBridge builds ./cmd/bridge into dir.
 func buildBridge(ctx context.Context, dir string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	bin, err := testenv.GoBuild(ctx, dir, "bridge", "./cmd/bridge")
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("not in the kubebridge module: pass -bridge")
-	}
-	bin := filepath.Join(dir, "bridge")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/bridge")
-	cmd.Dir = filepath.Dir(gomod)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/bridge: %w\n%s", err, out)
+		return "", fmt.Errorf("%w (or pass -bridge)", err)
 	}
 	logf("built %s", bin)
 	return bin, nil
@@ -271,52 +261,24 @@ func data(i, size int) map[string]string {
 
 func preload(ctx context.Context, cs kubernetes.Interface, n, size int) error {
 	start := time.Now()
-	var next, done atomic.Int64
-	var firstErr error
-	var once sync.Once
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%06d", i)}, Data: data(i, size)}
-				if err := retry(ctx, func() error {
-					_, err := cs.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{})
-					if apierrors.IsAlreadyExists(err) {
-						return nil
-					}
-					return err
-				}); err != nil {
-					once.Do(func() { firstErr = err; cancel() })
-					return
-				}
-				if d := done.Add(1); d%5000 == 0 || int(d) == n {
-					logf("preloaded %d/%d ConfigMaps (%.0f/s)", d, n, float64(d)/time.Since(start).Seconds())
-				}
+	err := benchkit.Parallel(ctx, n, 16, func(ctx context.Context, i int) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%06d", i)}, Data: data(i, size)}
+		return benchkit.Retry(ctx, func() error {
+			_, err := cs.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil
 			}
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return fmt.Errorf("preload: %w", firstErr)
-	}
-	return ctx.Err()
-}
-
-func retry(ctx context.Context, f func() error) error {
-	var err error
-	for attempt := range 5 {
-		if err = f(); err == nil || ctx.Err() != nil {
 			return err
+		})
+	}, func(d int) {
+		if d%5000 == 0 || d == n {
+			logf("preloaded %d/%d ConfigMaps (%.0f/s)", d, n, float64(d)/time.Since(start).Seconds())
 		}
-		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+	})
+	if err != nil {
+		return fmt.Errorf("preload: %w", err)
 	}
-	return err
+	return nil
 }
 
 // ---- churn ----
