@@ -551,6 +551,42 @@ func diffState(got, want map[string]string) string {
 	return fmt.Sprintf("%d differences: %s", n, strings.Join(lines, "; "))
 }
 
+// historyOfDifferences lists the stream's messages on up to three subjects
+// where got and want differ, and what the replay recorded of them (swept,
+// fenced, foreign, regressions), so that a failed convergence says why.
+func historyOfDifferences(msgs []replay.Message, st *replay.State, got, want map[string]string) string {
+	var subjects []string
+	for subj, rv := range want {
+		if got[subj] != rv {
+			subjects = append(subjects, subj)
+		}
+	}
+	for subj := range got {
+		if _, ok := want[subj]; !ok {
+			subjects = append(subjects, subj)
+		}
+	}
+	sort.Strings(subjects)
+	var b strings.Builder
+	for _, subj := range subjects[:min(len(subjects), 3)] {
+		fmt.Fprintf(&b, "\n  history of %s:", subj)
+		for _, m := range msgs {
+			if m.Subject == subj {
+				fmt.Fprintf(&b, "\n    seq %d %s uid %s rv %s term %s snapshot %s finalstateunknown %s", m.Seq, strings.TrimPrefix(m.Event.Type(), "io.kubebridge."),
+					m.Ext(contract.ExtUID), m.Ext(contract.ExtResourceVersion), m.Ext(contract.ExtTerm), m.Ext(contract.ExtSnapshotID), m.Ext(contract.ExtFinalStateUnknown))
+			}
+		}
+		for _, list := range [][]string{st.Swept, st.Fenced, st.Foreign, st.Regressions} {
+			for _, l := range list {
+				if strings.Contains(l, subj) {
+					fmt.Fprintf(&b, "\n    replay: %s", l)
+				}
+			}
+		}
+	}
+	return b.String()
+}
+
 // convergeTo waits until replaying the stream gives want for type typ, and
 // returns the messages and the state.
 func (h *harness) convergeTo(typ string, want func() map[string]string, extra func(*replay.State) string) ([]replay.Message, *replay.State) {
@@ -561,8 +597,9 @@ func (h *harness) convergeTo(typ string, want func() map[string]string, extra fu
 		if err != nil {
 			return err.Error()
 		}
-		if d := diffState(stateOf(s, typ), want()); d != "" {
-			return d
+		got, w := stateOf(s, typ), want()
+		if d := diffState(got, w); d != "" {
+			return d + historyOfDifferences(msgs, s, got, w)
 		}
 		if extra != nil {
 			if d := extra(s); d != "" {
