@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubebridge/kubebridge/internal/natsconf"
+	"github.com/kubebridge/kubebridge/internal/natstest"
 )
 
 // natsServerOptions parses the nats.conf that server i of the StatefulSet
@@ -42,12 +43,12 @@ func startNATSServers(t *testing.T, sts *appsv1.StatefulSet, opts []*server.Opti
 	c := sts.Spec.Template.Spec.Containers[0]
 	clusterPorts := make([]int, len(opts))
 	for i := range opts {
-		clusterPorts[i] = freePort(t)
+		clusterPorts[i] = natstest.FreePort(t)
 	}
 	var servers []*server.Server
 	for i, o := range opts {
-		o.Host, o.Port = "127.0.0.1", freePort(t)
-		o.HTTPHost, o.HTTPPort = "127.0.0.1", freePort(t)
+		o.Host, o.Port = "127.0.0.1", natstest.FreePort(t)
+		o.HTTPHost, o.HTTPPort = "127.0.0.1", natstest.FreePort(t)
 		if o.Cluster.Port != 0 {
 			o.Cluster.Host, o.Cluster.Port = "127.0.0.1", clusterPorts[i]
 		}
@@ -109,15 +110,4 @@ func clientHost(t *testing.T, s *server.Server) string {
 		t.Fatal(err)
 	}
 	return u.Host
-}
-
-// freePort is a port nothing listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
