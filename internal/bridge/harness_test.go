@@ -223,11 +223,7 @@ func connect(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc, js
+	return nc, natstest.JetStreamOf(t, nc)
 }
 
 // waitFor polls the stream until cond holds for its messages.

@@ -53,11 +53,18 @@ func Connect(t testing.TB, url string) *nats.Conn {
 func JetStream(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	nc := Connect(t, url)
+	return nc, JetStreamOf(t, nc)
+}
+
+// JetStreamOf is the JetStream context of nc, a connection made some other
+// way (as the bridge makes it, say).
+func JetStreamOf(t testing.TB, nc *nats.Conn) jetstream.JetStream {
+	t.Helper()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return nc, js
+	return js
 }
 
 // FreePort is a local port nothing listens on right now, for a server
