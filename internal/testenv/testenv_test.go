@@ -55,6 +55,18 @@ func TestBinDir(t *testing.T) {
 	}
 }
 
+// startKubeTest is the start of a test against the apiserver: the shared
+// environment, a context that ends with the test or after two minutes, a
+// clientset and a namespace of the test's own.
+func startKubeTest(t *testing.T) (*testenv.Env, context.Context, *kubernetes.Clientset, string) {
+	t.Helper()
+	env := testenv.Get(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cs := kubernetes.NewForConfigOrDie(env.RESTConfig())
+	return env, ctx, cs, newNamespace(ctx, t, cs)
+}
+
 func newNamespace(ctx context.Context, t *testing.T, cs kubernetes.Interface) string {
 	t.Helper()
 	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
@@ -67,12 +79,7 @@ func newNamespace(ctx context.Context, t *testing.T, cs kubernetes.Interface) st
 }
 
 func TestAPIServerRestart(t *testing.T) {
-	env := testenv.Get(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-
-	cs := kubernetes.NewForConfigOrDie(env.RESTConfig())
-	ns := newNamespace(ctx, t, cs)
+	env, ctx, cs, ns := startKubeTest(t)
 	want := map[string]string{"hello": "world"}
 	_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "cm"},
@@ -119,11 +126,7 @@ func TestAPIServerRestart(t *testing.T) {
 }
 
 func TestEtcdRestartAndCompact(t *testing.T) {
-	env := testenv.Get(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cs := kubernetes.NewForConfigOrDie(env.RESTConfig())
-	ns := newNamespace(ctx, t, cs)
+	env, ctx, cs, ns := startKubeTest(t)
 
 	start := time.Now()
 	if err := env.RestartEtcd(ctx); err != nil {
