@@ -303,6 +303,18 @@ func appConfigCase(tc encodeCase, rv string, extra ...string) encodeCase {
 }
 
 func encodeCases() []encodeCase {
+	deleted := appConfigCase(encodeCase{
+		name: "deleted-configmap",
+		change: func(testing.TB) informers.Change {
+			return informers.Change{Verb: informers.Deleted, Resource: configMaps, Object: appConfig("4720"), ObservedAt: observedAt}
+		},
+		id:     "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4720/deleted",
+		ceType: "io.kubebridge.object.deleted",
+	}, "4720")
+	// As published to a stream that lets deletes expire: Nats-TTL and
+	// Nats-Rollup, no other difference.
+	tombstone := deleted
+	tombstone.name, tombstone.tombstones = "deleted-tombstone-ttl", 24*time.Hour
 	return []encodeCase{
 		appConfigCase(encodeCase{
 			name: "added-configmap",
@@ -334,25 +346,8 @@ func encodeCases() []encodeCase {
 			id:     "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4719/updated",
 			ceType: "io.kubebridge.object.updated",
 		}, "4719", "coalesced", "3"),
-		appConfigCase(encodeCase{
-			name: "deleted-configmap",
-			change: func(testing.TB) informers.Change {
-				return informers.Change{Verb: informers.Deleted, Resource: configMaps, Object: appConfig("4720"), ObservedAt: observedAt}
-			},
-			id:     "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4720/deleted",
-			ceType: "io.kubebridge.object.deleted",
-		}, "4720"),
-		appConfigCase(encodeCase{
-			// As published to a stream that lets deletes expire: Nats-TTL
-			// and Nats-Rollup, no other difference.
-			name:       "deleted-tombstone-ttl",
-			tombstones: 24 * time.Hour,
-			change: func(testing.TB) informers.Change {
-				return informers.Change{Verb: informers.Deleted, Resource: configMaps, Object: appConfig("4720"), ObservedAt: observedAt}
-			},
-			id:     "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4720/deleted",
-			ceType: "io.kubebridge.object.deleted",
-		}, "4720"),
+		deleted,
+		tombstone,
 		{
 			name: "deleted-finalstateunknown",
 			change: func(testing.TB) informers.Change {
