@@ -30,10 +30,7 @@ import (
 // must reach the stream: deletes as deleted with finalstateunknown=true,
 // the update as updated, the create as added.
 func TestRelistAfterCompaction(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	env := envWithoutWatchCache(ctx, t)
-	h := newHarnessIn(t, env)
+	ctx, env, h := startRelistTest(t)
 	typ := h.cmType()
 	keep := map[int]*corev1.ConfigMap{}
 	for i := range 6 {
@@ -181,10 +178,7 @@ func newUID(t *testing.T) types.UID {
 // then added (new uid) on the subject, never one updated event whose
 // object and oldObject have different uids.
 func TestRecreateAcrossRelist(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	env := envWithoutWatchCache(ctx, t)
-	h := newHarnessIn(t, env)
+	ctx, env, h := startRelistTest(t)
 	typ := h.cmType()
 	old := h.createCM(h.ns, "phoenix", nil, map[string]string{"v": "old"})
 	other := h.createCM(h.ns, "other", nil, map[string]string{"v": "0"})
@@ -266,6 +260,16 @@ func TestRecreateAcrossRelist(t *testing.T) {
 			t.Errorf("added data is not the new object: %s", adds[0].Data)
 		}
 	}
+}
+
+// startRelistTest starts a relist test: a context of four minutes, an
+// environment without the watch cache, and a harness in it.
+func startRelistTest(t *testing.T) (context.Context, *testenv.Env, *harness) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	env := envWithoutWatchCache(ctx, t)
+	return ctx, env, newHarnessIn(t, env)
 }
 
 // whileAPIServerDown kills the apiserver, lets change edit etcd under it,
