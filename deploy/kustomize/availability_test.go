@@ -1,12 +1,10 @@
 package kustomize_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/sethvargo/go-envconfig"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -54,14 +52,7 @@ func TestHighAvailability(t *testing.T) {
 	for _, b := range okBuilds(t) {
 		t.Run(b.name, func(t *testing.T) {
 			bc := bridgeOf(t, b)
-			env, _ := environment(t, b, bc)
-			if env["NATS_URL"] == "" {
-				env["NATS_URL"] = defaultNATSURL
-			}
-			cfg, err := config.Load(context.Background(), envconfig.MapLookuper(env))
-			if err != nil {
-				t.Fatalf("config.Load (see TestBridgeSettings): %v", err)
-			}
+			cfg, _ := bridgeConfig(t, b, bc)
 			var d *appsv1.Deployment
 			for _, x := range ofType[*appsv1.Deployment](b) {
 				if &x.Spec.Template == bc.pod {

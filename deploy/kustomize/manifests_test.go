@@ -431,6 +431,22 @@ func TestBridgeSettings(t *testing.T) {
 	}
 }
 
+// bridgeConfig loads bc's environment in b as the bridge would, with
+// NATS_URL defaulted (TestBridgeSettings reports it missing), and returns
+// it with the environment.
+func bridgeConfig(t *testing.T, b *build, bc bridgeContainer) (*config.Config, map[string]string) {
+	t.Helper()
+	env, _ := environment(t, b, bc)
+	if env["NATS_URL"] == "" {
+		env["NATS_URL"] = defaultNATSURL
+	}
+	cfg, err := config.Load(context.Background(), envconfig.MapLookuper(env))
+	if err != nil {
+		t.Fatalf("config.Load (see TestBridgeSettings): %v", err)
+	}
+	return cfg, env
+}
+
 func checkBridgeConfig(t *testing.T, b *build, bc bridgeContainer, cfg *config.Config) {
 	t.Helper()
 	checkGracePeriod(t, bc, cfg)
@@ -865,14 +881,7 @@ func TestRBAC(t *testing.T) {
 			}
 
 			bc := bridgeOf(t, b)
-			env, _ := environment(t, b, bc)
-			if env["NATS_URL"] == "" {
-				env["NATS_URL"] = defaultNATSURL
-			}
-			cfg, err := config.Load(context.Background(), envconfig.MapLookuper(env))
-			if err != nil {
-				t.Fatalf("config.Load (see TestBridgeSettings): %v", err)
-			}
+			cfg, env := bridgeConfig(t, b, bc)
 			configured := map[schema.GroupResource]config.ResourceSpec{}
 			for _, spec := range cfg.Resources {
 				gr, err := groupResource(spec.Name)

@@ -3,8 +3,6 @@ package kustomize_test
 import (
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +15,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubebridge/kubebridge/internal/natsconf"
 )
 
 // natsVolume is the size of each NATS server's volume, and the most
@@ -157,54 +157,16 @@ func checkNATSSpreading(t *testing.T, b *build, ss *appsv1.StatefulSet, replicas
 }
 
 // natsConfig parses the configuration the StatefulSet's server i runs,
-// with nats-server's own parser: the file of the ConfigMap mounted at
-// the path of --config, its variables taken from the container's
-// environment (Secret values are placeholders).
+// with the ConfigMaps of the output and placeholders for Secret values.
 func natsConfig(t *testing.T, b *build, ss *appsv1.StatefulSet, c *corev1.Container, i int) *server.Options {
 	t.Helper()
-	args := append(slices.Clone(c.Command), c.Args...)
-	at := slices.Index(args, "--config")
-	if at < 0 || at+1 >= len(args) {
-		t.Fatalf("NATS runs %q: want --config <file>", args)
+	configMaps := map[string]map[string]string{}
+	for _, cm := range ofType[*corev1.ConfigMap](b) {
+		configMaps[cm.Name] = cm.Data
 	}
-	path := args[at+1]
-	var data string
-	for _, m := range c.VolumeMounts {
-		if !strings.HasPrefix(path, m.MountPath+"/") {
-			continue
-		}
-		vol := ss.Spec.Template.Spec.Volumes[slices.IndexFunc(ss.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })]
-		if vol.ConfigMap == nil {
-			t.Fatalf("%s is on volume %s, which is not a ConfigMap", path, m.Name)
-		}
-		for _, cm := range ofType[*corev1.ConfigMap](b) {
-			if cm.Name == vol.ConfigMap.Name {
-				data = cm.Data[strings.TrimPrefix(path, m.MountPath+"/")]
-			}
-		}
-	}
-	if data == "" {
-		t.Fatalf("no ConfigMap of the output holds %s", path)
-	}
-	for _, e := range c.Env {
-		switch {
-		case e.ValueFrom == nil:
-			t.Setenv(e.Name, e.Value)
-		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
-			t.Setenv(e.Name, fmt.Sprintf("%s-%d", ss.Name, i))
-		case e.ValueFrom.SecretKeyRef != nil:
-			t.Setenv(e.Name, "secret-"+e.ValueFrom.SecretKeyRef.Name+"-"+e.ValueFrom.SecretKeyRef.Key)
-		}
-	}
-	file := filepath.Join(t.TempDir(), "nats.conf")
-	if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	opts, err := server.ProcessConfigFile(file)
-	if err != nil {
-		t.Fatalf("nats-server cannot parse %s: %v", path, err)
-	}
-	return opts
+	return natsconf.Options(t, ss, c, i, configMaps, func(ref *corev1.SecretKeySelector) string {
+		return "secret-" + ref.Name + "-" + ref.Key
+	})
 }
 
 // checkNATSOptions checks a parsed server configuration against the

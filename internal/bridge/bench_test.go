@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/internal/metrics"
+	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
@@ -56,8 +57,7 @@ func BenchmarkRawPublish(b *testing.B) {
 }
 
 func benchRawPublish(b *testing.B, storage string) {
-	n := startNATS(b)
-	nc, js := connect(b, n.url())
+	_, nc, js := startConnectedNATS(b)
 	cfg := testConfig(b, map[string]string{"BRIDGE_STREAM_STORAGE": storage})
 	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
 	if _, err := ensureStream(context.Background(), js, cfg, subjects, func(error) {}); err != nil {
@@ -159,12 +159,12 @@ func startNATSCluster(b *testing.B, n int) string {
 	b.Helper()
 	routes := make([]int, n)
 	for i := range routes {
-		routes[i] = freePort(b)
+		routes[i] = natstest.FreePort(b)
 	}
 	var urls []string
 	var servers []*server.Server
 	for i := range n {
-		o := &server.Options{ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: freePort(b), JetStream: true, StoreDir: b.TempDir(), NoSigs: true, NoLog: true}
+		o := &server.Options{ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: natstest.FreePort(b), JetStream: true, StoreDir: b.TempDir(), NoSigs: true, NoLog: true}
 		o.Cluster = server.ClusterOpts{Name: "bench", Host: "127.0.0.1", Port: routes[i]}
 		for _, p := range routes {
 			o.Routes = append(o.Routes, server.RoutesFromStr(fmt.Sprintf("nats://127.0.0.1:%d", p))...)

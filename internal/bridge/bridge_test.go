@@ -14,13 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 func TestServePublishesExactSequence(t *testing.T) {
-	n := startNATS(t)
-	nc, js := connect(t, n.url())
+	_, nc, js := startConnectedNATS(t)
 	cluster := newFakeCluster()
 	pre := cluster.configMap("default", "pre", map[string]string{"k": "v0"})
 	cluster.create(t, pre)
@@ -116,8 +116,7 @@ func TestServePublishesExactSequence(t *testing.T) {
 // TestSnapshotInvariantsUnderChurn runs periodic snapshots while objects
 // are created, updated and deleted, and replays the stream as a consumer.
 func TestSnapshotInvariantsUnderChurn(t *testing.T) {
-	n := startNATS(t)
-	nc, js := connect(t, n.url())
+	_, nc, js := startConnectedNATS(t)
 	cluster := newFakeCluster()
 	for i := range 30 {
 		cluster.create(t, cluster.configMap("ns"+fmt.Sprint(i%3), fmt.Sprintf("cm-%d", i), map[string]string{"i": "0"}))
@@ -169,14 +168,21 @@ func assertState(t *testing.T, state *replay.State, want map[string]string) {
 	for subj, o := range state.Objects {
 		got[subj] = o.ResourceVersion
 	}
+	assertRVs(t, "the stream's state", got, want)
+}
+
+// assertRVs checks that got, what the bridge wrote (subject →
+// resourceVersion), is the cluster's want.
+func assertRVs(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
 	for subj, rv := range want {
 		if got[subj] != rv {
-			t.Errorf("%s: stream has rv %q, cluster %q", subj, got[subj], rv)
+			t.Errorf("%s: %s has rv %q, cluster %q", subj, what, got[subj], rv)
 		}
 	}
 	for subj, rv := range got {
 		if _, ok := want[subj]; !ok {
-			t.Errorf("%s (rv %s) is in the stream's state but not in the cluster", subj, rv)
+			t.Errorf("%s (rv %s) is in %s but not in the cluster", subj, rv, what)
 		}
 	}
 }
@@ -220,15 +226,7 @@ func churn(t *testing.T, cluster *fakeCluster, d time.Duration, names int) {
 // once JetStream is there it creates the stream and publishes as usual.
 func TestStartupWaitsForJetStream(t *testing.T) {
 	store := t.TempDir()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
+	s := natstest.Server(t, server.Options{})
 	nc, js := connect(t, s.ClientURL())
 	cluster := newFakeCluster()
 	cluster.create(t, cluster.configMap("default", "pre", nil))

@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
@@ -41,23 +41,23 @@ type natsServer struct {
 
 func startNATS(t testing.TB) *natsServer {
 	t.Helper()
-	n := &natsServer{t: t, port: freePort(t), store: t.TempDir()}
+	n := &natsServer{t: t, port: natstest.FreePort(t), store: t.TempDir()}
 	n.start()
 	t.Cleanup(n.stop)
 	return n
 }
 
+// startConnectedNATS starts NATS as startNATS does and connects to it.
+func startConnectedNATS(t testing.TB) (*natsServer, *nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	n := startNATS(t)
+	nc, js := connect(t, n.url())
+	return n, nc, js
+}
+
 func (n *natsServer) start() {
 	n.t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: n.port, JetStream: true, StoreDir: n.store, NoSigs: true, NoLog: true})
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		n.t.Fatal("nats-server not ready")
-	}
-	n.srv = s
+	n.srv = natstest.Server(n.t, server.Options{Port: n.port, JetStream: true, StoreDir: n.store})
 }
 
 func (n *natsServer) stop() {
@@ -69,16 +69,6 @@ func (n *natsServer) stop() {
 }
 
 func (n *natsServer) url() string { return "nats://127.0.0.1:" + strconv.Itoa(n.port) }
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // fakeCluster is client-go's fake clientset with discovery filled in and
 // resourceVersions assigned from one counter, as etcd would.
@@ -233,11 +223,7 @@ func connect(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc, js
+	return nc, natstest.JetStreamOf(t, nc)
 }
 
 // waitFor polls the stream until cond holds for its messages.

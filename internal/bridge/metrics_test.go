@@ -21,8 +21,7 @@ import (
 // TestMetricsAfterKnownWorkload scrapes /metrics after a workload whose
 // every count is known, and checks /readyz and /healthz.
 func TestMetricsAfterKnownWorkload(t *testing.T) {
-	n := startNATS(t)
-	nc, js := connect(t, n.url())
+	_, nc, js := startConnectedNATS(t)
 	cluster := newFakeCluster()
 	cluster.create(t, cluster.configMap("default", "pre-1", nil))
 	cluster.create(t, cluster.configMap("default", "pre-2", nil))

@@ -18,8 +18,7 @@ func TestNATSOutageLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("outage test takes ~10s")
 	}
-	n := startNATS(t)
-	nc, js := connect(t, n.url())
+	n, nc, js := startConnectedNATS(t)
 	cluster := newFakeCluster()
 	for i := range 20 {
 		cluster.create(t, cluster.configMap("ns0", "pre-"+string(rune('a'+i)), map[string]string{"i": "0"}))

@@ -44,8 +44,7 @@ func lastView(t *testing.T, js jetstream.JetStream) map[string]string {
 // finalstateunknown at the next start, so the last message per subject
 // equals the cluster; objects outside the configured scope are left alone.
 func TestRestartPublishesMissedDeletes(t *testing.T) {
-	n := startNATS(t)
-	nc, js := connect(t, n.url())
+	_, nc, js := startConnectedNATS(t)
 	cluster := newFakeCluster()
 	for i := range 10 {
 		cluster.create(t, cluster.configMap("ns0", fmt.Sprintf("cm-%d", i), map[string]string{"i": "0"}))
@@ -105,19 +104,5 @@ func TestRestartPublishesMissedDeletes(t *testing.T) {
 	// keeps what it last said about them.
 	cl[testSubjects.Object(configMaps.Type(), "ns1", "other-ns")] = other.ResourceVersion
 	cl[testSubjects.Object(configMaps.Type(), "ns0", "team-b")] = teamB.ResourceVersion
-	assertView(t, view, cl)
-}
-
-func assertView(t *testing.T, got, want map[string]string) {
-	t.Helper()
-	for subj, rv := range want {
-		if got[subj] != rv {
-			t.Errorf("%s: last-per-subject view has rv %q, cluster %q", subj, got[subj], rv)
-		}
-	}
-	for subj, rv := range got {
-		if _, ok := want[subj]; !ok {
-			t.Errorf("%s (rv %s) is in the last-per-subject view but not in the cluster", subj, rv)
-		}
-	}
+	assertRVs(t, "the last-per-subject view", view, cl)
 }

@@ -30,8 +30,7 @@ func TestStreamConfig(t *testing.T) {
 // subject's only message, with Nats-TTL and Nats-Rollup, and once the TTL
 // ran out the subject is empty while the other objects keep theirs.
 func TestTombstoneHeaders(t *testing.T) {
-	n := startNATS(t)
-	nc, js := connect(t, n.url())
+	_, nc, js := startConnectedNATS(t)
 	cluster := newFakeCluster()
 	gone := cluster.create(t, cluster.configMap("default", "gone", map[string]string{"k": "0"}))
 	cluster.create(t, cluster.configMap("default", "kept", map[string]string{"k": "0"}))
@@ -83,8 +82,7 @@ func TestTombstoneHeaders(t *testing.T) {
 // On an existing stream that allows neither TTLs nor roll-ups, deletes are
 // published without those headers, which the stream would refuse.
 func TestTombstonesOnBareStream(t *testing.T) {
-	n := startNATS(t)
-	nc, js := connect(t, n.url())
+	_, nc, js := startConnectedNATS(t)
 	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "KUBEBRIDGE", Subjects: []string{"kubebridge.>"}, Storage: jetstream.MemoryStorage}); err != nil {
 		t.Fatal(err)
 	}

@@ -67,9 +67,8 @@ func BenchmarkStreamBytesAfterResyncs(b *testing.B) {
 // the number of messages published.
 func fillStream(b *testing.B, env map[string]string, objects, resyncs int) (*jetstream.StreamInfo, int) {
 	ctx := context.Background()
-	n := startNATS(b)
+	n, nc, js := startConnectedNATS(b)
 	defer n.stop()
-	nc, js := connect(b, n.url())
 	defer nc.Close()
 	vars := map[string]string{"BRIDGE_STREAM_STORAGE": "file"}
 	for k, v := range env {

@@ -1,6 +1,6 @@
 // Package natstest starts in-process NATS servers and connects to them for
 // tests, so that the packages testing against a real server (pkg/sink,
-// pkg/consume, the in-process bridge of internal/bridgetest) start and
-// connect one the same way, and every server and connection ends with the
-// test.
+// pkg/consume, internal/bridge, the in-process bridge of
+// internal/bridgetest) start and connect one the same way, and every server
+// and connection ends with the test.
 package natstest

@@ -1,6 +1,7 @@
 package natstest
 
 import (
+	"net"
 	"testing"
 	"time"
 
@@ -9,12 +10,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Server starts a nats-server with opts on a free local port, quiet,
-// storing JetStream (when enabled) in a temporary directory unless opts
-// name one, and shuts it down when the test ends.
+// Server starts a nats-server with opts on the local port opts name (a
+// free one when they name none), quiet, storing JetStream (when enabled)
+// in a temporary directory unless opts name one, and shuts it down when
+// the test ends.
 func Server(t testing.TB, opts server.Options) *server.Server {
 	t.Helper()
-	opts.Host, opts.Port, opts.NoSigs, opts.NoLog = "127.0.0.1", -1, true, true
+	opts.Host, opts.NoSigs, opts.NoLog = "127.0.0.1", true, true
+	if opts.Port == 0 {
+		opts.Port = -1
+	}
 	if opts.JetStream && opts.StoreDir == "" {
 		opts.StoreDir = t.TempDir()
 	}
@@ -48,9 +53,28 @@ func Connect(t testing.TB, url string) *nats.Conn {
 func JetStream(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	nc := Connect(t, url)
+	return nc, JetStreamOf(t, nc)
+}
+
+// JetStreamOf is the JetStream context of nc, a connection made some other
+// way (as the bridge makes it, say).
+func JetStreamOf(t testing.TB, nc *nats.Conn) jetstream.JetStream {
+	t.Helper()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return nc, js
+	return js
+}
+
+// FreePort is a local port nothing listens on right now, for a server
+// that must come back on the same port after a restart.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

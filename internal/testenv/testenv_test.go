@@ -55,6 +55,18 @@ func TestBinDir(t *testing.T) {
 	}
 }
 
+// startKubeTest is the start of a test against the apiserver: the shared
+// environment, a context that ends with the test or after two minutes, a
+// clientset and a namespace of the test's own.
+func startKubeTest(t *testing.T) (*testenv.Env, context.Context, *kubernetes.Clientset, string) {
+	t.Helper()
+	env := testenv.Get(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cs := kubernetes.NewForConfigOrDie(env.RESTConfig())
+	return env, ctx, cs, newNamespace(ctx, t, cs)
+}
+
 func newNamespace(ctx context.Context, t *testing.T, cs kubernetes.Interface) string {
 	t.Helper()
 	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
@@ -67,12 +79,7 @@ func newNamespace(ctx context.Context, t *testing.T, cs kubernetes.Interface) st
 }
 
 func TestAPIServerRestart(t *testing.T) {
-	env := testenv.Get(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-
-	cs := kubernetes.NewForConfigOrDie(env.RESTConfig())
-	ns := newNamespace(ctx, t, cs)
+	env, ctx, cs, ns := startKubeTest(t)
 	want := map[string]string{"hello": "world"}
 	_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "cm"},
@@ -119,11 +126,7 @@ func TestAPIServerRestart(t *testing.T) {
 }
 
 func TestEtcdRestartAndCompact(t *testing.T) {
-	env := testenv.Get(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cs := kubernetes.NewForConfigOrDie(env.RESTConfig())
-	ns := newNamespace(ctx, t, cs)
+	env, ctx, cs, ns := startKubeTest(t)
 
 	start := time.Now()
 	if err := env.RestartEtcd(ctx); err != nil {
@@ -133,20 +136,13 @@ func TestEtcdRestartAndCompact(t *testing.T) {
 
 	// kube-apiserver reconnects on its own; the first writes may fail.
 	var cm *corev1.ConfigMap
-	for {
-		var err error
+	retry(t, ctx, "create configmap after etcd restart", 100*time.Millisecond, func() (err error) {
 		cm, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "cm"},
 			Data:       map[string]string{"v": "1"},
 		}, metav1.CreateOptions{})
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("create configmap after etcd restart: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 	t.Logf("kube-apiserver usable %v after etcd restart began", time.Since(start).Round(time.Millisecond))
 
 	oldRV := cm.ResourceVersion
@@ -219,16 +215,10 @@ func TestNATSRestart(t *testing.T) {
 
 	// The client reconnects by itself and the stream's data survived.
 	var msg *jetstream.RawStreamMsg
-	for {
+	retry(t, ctx, "get message after NATS restart", 50*time.Millisecond, func() (err error) {
 		msg, err = stream.GetMsg(ctx, ack.Sequence)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("get message after NATS restart: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 	t.Logf("message readable %v after NATS stop began", time.Since(start).Round(time.Millisecond))
 	if string(msg.Data) != "hello" {
 		t.Fatalf("message after restart = %q, want %q", msg.Data, "hello")
@@ -278,4 +268,20 @@ func TestStartError(t *testing.T) {
 		t.Errorf("kube-apiserver.log not kept: %v", err)
 	}
 	os.RemoveAll(filepath.Dir(logDir))
+}
+
+// retry calls f every pause until it succeeds, and fails the test with
+// what and f's last error once ctx ends first.
+func retry(t *testing.T, ctx context.Context, what string, pause time.Duration, f func() error) {
+	t.Helper()
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(pause)
+	}
 }

@@ -292,20 +292,38 @@ func objExt(kind, apiVersion, ns, name, uid, rv string, extra ...string) map[str
 	return m
 }
 
+// appConfigCase is tc, an event about appConfig(rv), with the subject,
+// source and extensions (extra as for objExt) of that ConfigMap.
+func appConfigCase(tc encodeCase, rv string, extra ...string) encodeCase {
+	tc.subject = "kubebridge.prod.core.v1.configmaps.default.app-config"
+	tc.source = "k8s://prod/api/v1/namespaces/default/configmaps"
+	tc.ceSubject = "default/app-config"
+	tc.ext = objExt("ConfigMap", "v1", "default", "app-config", "6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01", rv, extra...)
+	return tc
+}
+
 func encodeCases() []encodeCase {
+	deleted := appConfigCase(encodeCase{
+		name: "deleted-configmap",
+		change: func(testing.TB) informers.Change {
+			return informers.Change{Verb: informers.Deleted, Resource: configMaps, Object: appConfig("4720"), ObservedAt: observedAt}
+		},
+		id:     "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4720/deleted",
+		ceType: "io.kubebridge.object.deleted",
+	}, "4720")
+	// As published to a stream that lets deletes expire: Nats-TTL and
+	// Nats-Rollup, no other difference.
+	tombstone := deleted
+	tombstone.name, tombstone.tombstones = "deleted-tombstone-ttl", 24*time.Hour
 	return []encodeCase{
-		{
+		appConfigCase(encodeCase{
 			name: "added-configmap",
 			change: func(testing.TB) informers.Change {
 				return informers.Change{Verb: informers.Added, Resource: configMaps, Object: appConfig("4711"), ObservedAt: observedAt}
 			},
-			subject:   "kubebridge.prod.core.v1.configmaps.default.app-config",
-			id:        "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4711/added",
-			ceType:    "io.kubebridge.object.added",
-			source:    "k8s://prod/api/v1/namespaces/default/configmaps",
-			ceSubject: "default/app-config",
-			ext:       objExt("ConfigMap", "v1", "default", "app-config", "6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01", "4711"),
-		},
+			id:     "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4711/added",
+			ceType: "io.kubebridge.object.added",
+		}, "4711"),
 		{
 			name: "updated-pod",
 			change: func(testing.TB) informers.Change {
@@ -319,46 +337,17 @@ func encodeCases() []encodeCase {
 			ceSubject: "default/web-7d4b9c-x2x8q",
 			ext:       objExt("Pod", "v1", "default", "web-7d4b9c-x2x8q", "0b7e3a52-8c1d-4d4e-a5b6-3c2d1e0f9a87", "9002"),
 		},
-		{
+		appConfigCase(encodeCase{
 			name: "updated-coalesced",
 			change: func(testing.TB) informers.Change {
 				return informers.Change{Verb: informers.Updated, Resource: configMaps,
 					Object: appConfig("4719"), OldObject: appConfig("4711"), Coalesced: 3, ObservedAt: observedAt}
 			},
-			subject:   "kubebridge.prod.core.v1.configmaps.default.app-config",
-			id:        "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4719/updated",
-			ceType:    "io.kubebridge.object.updated",
-			source:    "k8s://prod/api/v1/namespaces/default/configmaps",
-			ceSubject: "default/app-config",
-			ext:       objExt("ConfigMap", "v1", "default", "app-config", "6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01", "4719", "coalesced", "3"),
-		},
-		{
-			name: "deleted-configmap",
-			change: func(testing.TB) informers.Change {
-				return informers.Change{Verb: informers.Deleted, Resource: configMaps, Object: appConfig("4720"), ObservedAt: observedAt}
-			},
-			subject:   "kubebridge.prod.core.v1.configmaps.default.app-config",
-			id:        "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4720/deleted",
-			ceType:    "io.kubebridge.object.deleted",
-			source:    "k8s://prod/api/v1/namespaces/default/configmaps",
-			ceSubject: "default/app-config",
-			ext:       objExt("ConfigMap", "v1", "default", "app-config", "6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01", "4720"),
-		},
-		{
-			// As published to a stream that lets deletes expire: Nats-TTL
-			// and Nats-Rollup, no other difference.
-			name:       "deleted-tombstone-ttl",
-			tombstones: 24 * time.Hour,
-			change: func(testing.TB) informers.Change {
-				return informers.Change{Verb: informers.Deleted, Resource: configMaps, Object: appConfig("4720"), ObservedAt: observedAt}
-			},
-			subject:   "kubebridge.prod.core.v1.configmaps.default.app-config",
-			id:        "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4720/deleted",
-			ceType:    "io.kubebridge.object.deleted",
-			source:    "k8s://prod/api/v1/namespaces/default/configmaps",
-			ceSubject: "default/app-config",
-			ext:       objExt("ConfigMap", "v1", "default", "app-config", "6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01", "4720"),
-		},
+			id:     "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4719/updated",
+			ceType: "io.kubebridge.object.updated",
+		}, "4719", "coalesced", "3"),
+		deleted,
+		tombstone,
 		{
 			name: "deleted-finalstateunknown",
 			change: func(testing.TB) informers.Change {
@@ -383,20 +372,15 @@ func encodeCases() []encodeCase {
 			source:  "k8s://prod/api/v1/configmaps",
 			ext:     map[string]string{"cluster": "prod", "kind": "ConfigMap", "apiversion": "v1", "snapshotid": snapshotID},
 		},
-		{
+		appConfigCase(encodeCase{
 			name: "snapshot-item",
 			change: func(testing.TB) informers.Change {
 				return informers.Change{Verb: informers.SnapshotItem, Resource: configMaps, Object: appConfig("4711"),
 					SnapshotID: snapshotID, ObservedAt: observedAt}
 			},
-			subject:   "kubebridge.prod.core.v1.configmaps.default.app-config",
-			id:        "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4711/snapshot.item/" + snapshotID,
-			ceType:    "io.kubebridge.snapshot.item",
-			source:    "k8s://prod/api/v1/namespaces/default/configmaps",
-			ceSubject: "default/app-config",
-			ext: objExt("ConfigMap", "v1", "default", "app-config", "6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01", "4711",
-				"snapshotid", snapshotID),
-		},
+			id:     "configmaps.v1/6f1c0c4e-1b5a-4f0e-9d61-2f8c3f0a9b01/4711/snapshot.item/" + snapshotID,
+			ceType: "io.kubebridge.snapshot.item",
+		}, "4711", "snapshotid", snapshotID),
 		{
 			name: "snapshot-end",
 			change: func(testing.TB) informers.Change {

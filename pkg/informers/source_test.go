@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubebridge/kubebridge/internal/recorder"
 )
 
 var (
@@ -40,22 +42,11 @@ var (
 func pinnedClock() time.Time { return pinned }
 
 // recordQueue accepts and records every change.
-type recordQueue struct {
-	mu      sync.Mutex
-	changes []Change
-}
+type recordQueue struct{ recorder.Log[Change] }
 
-func (q *recordQueue) Add(c Change) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.changes = append(q.changes, c)
-}
+func (q *recordQueue) Add(c Change) { q.Append(c) }
 
-func (q *recordQueue) snapshot() []Change {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return slices.Clone(q.changes)
-}
+func (q *recordQueue) snapshot() []Change { return q.All() }
 
 // waitFor polls until cond holds for the recorded changes and returns them.
 func (q *recordQueue) waitFor(t *testing.T, what string, cond func([]Change) bool) []Change {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kubebridge/kubebridge/internal/natstest"
 )
 
 func startJetStream(t testing.TB) jetstream.JetStream {
@@ -18,11 +20,7 @@ func startJetStream(t testing.TB) jetstream.JetStream {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
+	return natstest.JetStreamOf(t, nc)
 }
 
 func TestSamePublishTwiceIsStoredOnce(t *testing.T) {

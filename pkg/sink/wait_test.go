@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebridge/kubebridge/internal/natstest"
+	"github.com/kubebridge/kubebridge/internal/recorder"
 )
 
 // startServer starts a NATS server, with JetStream or without.
@@ -28,22 +28,11 @@ func jetStreamOn(t *testing.T, s *server.Server) jetstream.JetStream {
 }
 
 // attemptLog is a WithAttemptObserver that keeps the errors.
-type attemptLog struct {
-	mu   sync.Mutex
-	errs []error
-}
+type attemptLog struct{ recorder.Log[error] }
 
-func (a *attemptLog) observe(err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.errs = append(a.errs, err)
-}
+func (a *attemptLog) observe(err error) { a.Append(err) }
 
-func (a *attemptLog) get() []error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]error(nil), a.errs...)
-}
+func (a *attemptLog) get() []error { return a.All() }
 
 var kbStream = jetstream.StreamConfig{Name: "KB", Subjects: []string{"kb.>"}}
 

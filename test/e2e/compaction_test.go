@@ -111,16 +111,22 @@ func TestCompaction(t *testing.T) {
 
 // ---- reading the stream as a bootstrapping consumer ----
 
+// jsStream is the test's stream, looked up within ctx.
+func (h *harness) jsStream(ctx context.Context) jetstream.Stream {
+	h.t.Helper()
+	s, err := h.js.Stream(ctx, h.stream)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return s
+}
+
 // streamInfo is the test's stream info, with opts (a subject filter).
 func (h *harness) streamInfo(opts ...jetstream.StreamInfoOpt) *jetstream.StreamInfo {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := h.js.Stream(ctx, h.stream)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	info, err := s.Info(ctx, opts...)
+	info, err := h.jsStream(ctx).Info(ctx, opts...)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -138,11 +144,7 @@ func (h *harness) lastMsg(subject string) *jetstream.RawStreamMsg {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := h.js.Stream(ctx, h.stream)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	m, err := s.GetLastMsgForSubject(ctx, subject)
+	m, err := h.jsStream(ctx).GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil
 	}

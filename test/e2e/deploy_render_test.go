@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/manifests"
+	"github.com/kubebridge/kubebridge/internal/recorder"
 )
 
 // deployModuleRoot is the directory of the go.mod above the test's working
@@ -199,27 +199,16 @@ func deployOrder(kind string) int {
 }
 
 // deployWarnings collects the apiserver's warnings (e.g. Pod Security).
-type deployWarnings struct {
-	mu   sync.Mutex
-	list []string
-}
+type deployWarnings struct{ recorder.Log[string] }
 
 func (w *deployWarnings) HandleWarningHeader(code int, agent, text string) {
 	if code != 299 || text == "" {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.list = append(w.list, text)
+	w.Append(text)
 }
 
-func (w *deployWarnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.list
-	w.list = nil
-	return out
-}
+func (w *deployWarnings) take() []string { return w.Take() }
 
 // deployApply applies objs with server-side apply, as the admin; kinds
 // for which dryRun is true with dryRun=All (see deployDryRun). Every apply

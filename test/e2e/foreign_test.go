@@ -90,9 +90,7 @@ func (h *harness) forgeEvent(subject string) {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := h.js.Stream(ctx, h.stream)
-	must(h.t, err)
-	last, err := s.GetLastMsgForSubject(ctx, subject)
+	last, err := h.jsStream(ctx).GetLastMsgForSubject(ctx, subject)
 	must(h.t, err)
 	hdr := nats.Header{}
 	for k, v := range last.Header {

@@ -210,8 +210,13 @@ func (h *harness) bridgeEnv(vars map[string]string) []string {
 			m[k] = v
 		}
 	}
-	out := make([]string, 0, len(m))
-	for k, v := range m {
+	return environ(m)
+}
+
+// environ is env as a process's environment: KEY=value, sorted.
+func environ(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
 		out = append(out, k+"="+v)
 	}
 	sort.Strings(out)

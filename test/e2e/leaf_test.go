@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebridge/kubebridge/internal/cli"
+	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/consume"
@@ -35,7 +36,7 @@ func startLeafTopology(t *testing.T, clusters ...string) *leafTopology {
 	defer cancel()
 	dir := t.TempDir()
 	addr := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
-	client, monitor, leafPort := freePort(t), freePort(t), freePort(t)
+	client, monitor, leafPort := natstest.FreePort(t), natstest.FreePort(t), natstest.FreePort(t)
 	hub, err := testenv.StartNATSProcess(ctx, natsServerBin, dir, "hub", fmt.Sprintf(`server_name: hub
 listen: %q
 http: %q
@@ -56,7 +57,7 @@ leafnodes { listen: %q, no_advertise: true }
 	top := &leafTopology{hub: hub, leaves: map[string]*testenv.NATSProcess{}, links: map[string]*pausableProxy{}}
 	for _, c := range clusters {
 		link := startProxy(t, addr(leafPort))
-		client, monitor := freePort(t), freePort(t)
+		client, monitor := natstest.FreePort(t), natstest.FreePort(t)
 		leaf, err := testenv.StartNATSProcess(ctx, natsServerBin, dir, "leaf-"+c, fmt.Sprintf(`server_name: %q
 listen: %q
 http: %q

@@ -211,12 +211,7 @@ func (k *kubelet) env(d *appsv1.Deployment, c corev1.Container, name, ip string)
 	} {
 		env[key] = v
 	}
-	out := make([]string, 0, len(env))
-	for key, v := range env {
-		out = append(out, key+"="+v)
-	}
-	sort.Strings(out)
-	return out
+	return environ(env)
 }
 
 // mounts are the container's volumes, and the ServiceAccount token where

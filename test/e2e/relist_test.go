@@ -30,10 +30,7 @@ import (
 // must reach the stream: deletes as deleted with finalstateunknown=true,
 // the update as updated, the create as added.
 func TestRelistAfterCompaction(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	env := envWithoutWatchCache(ctx, t)
-	h := newHarnessIn(t, env)
+	ctx, env, h := startRelistTest(t)
 	typ := h.cmType()
 	keep := map[int]*corev1.ConfigMap{}
 	for i := range 6 {
@@ -54,31 +51,23 @@ func TestRelistAfterCompaction(t *testing.T) {
 	})
 
 	// ---- the gap: the apiserver is down, etcd changes under it ----
-	env.KillAPIServer()
-	t.Log("kube-apiserver killed")
-	key := func(name string) string { return "/registry/configmaps/" + h.ns + "/" + name }
-	for _, name := range []string{"keep-1", "keep-2"} {
-		if _, err := env.Etcdctl(ctx, "del", key(name)); err != nil {
-			t.Fatal(err)
+	rev := whileAPIServerDown(ctx, t, env, func() {
+		key := func(name string) string { return "/registry/configmaps/" + h.ns + "/" + name }
+		for _, name := range []string{"keep-1", "keep-2"} {
+			if _, err := env.Etcdctl(ctx, "del", key(name)); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	k3 := keep[3].DeepCopy()
-	k3.Data["v"] = "gap"
-	etcdPut(ctx, t, env, key("keep-3"), k3)
-	gapNew := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "gap-new", Namespace: h.ns, UID: newUID(t), CreationTimestamp: metav1.Now()},
-		Data:       map[string]string{"v": "gap"},
-	}
-	etcdPut(ctx, t, env, key("gap-new"), gapNew)
-	rev, err := env.Compact(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+		k3 := keep[3].DeepCopy()
+		k3.Data["v"] = "gap"
+		etcdPut(ctx, t, env, key("keep-3"), k3)
+		gapNew := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "gap-new", Namespace: h.ns, UID: newUID(t), CreationTimestamp: metav1.Now()},
+			Data:       map[string]string{"v": "gap"},
+		}
+		etcdPut(ctx, t, env, key("gap-new"), gapNew)
+	})
 	t.Logf("etcd changed directly and compacted to revision %d (the bridge last saw %s)", rev, keep[0].ResourceVersion)
-	if err := env.StartAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("kube-apiserver started again")
 
 	// ---- more changes through the API right after the restart ----
 	k4 := keep[4].DeepCopy()
@@ -189,10 +178,7 @@ func newUID(t *testing.T) types.UID {
 // then added (new uid) on the subject, never one updated event whose
 // object and oldObject have different uids.
 func TestRecreateAcrossRelist(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	env := envWithoutWatchCache(ctx, t)
-	h := newHarnessIn(t, env)
+	ctx, env, h := startRelistTest(t)
 	typ := h.cmType()
 	old := h.createCM(h.ns, "phoenix", nil, map[string]string{"v": "old"})
 	other := h.createCM(h.ns, "other", nil, map[string]string{"v": "0"})
@@ -204,26 +190,18 @@ func TestRecreateAcrossRelist(t *testing.T) {
 	other = h.updateCM(other)
 	h.waitEvent(h.cmSubject(h.ns, "other"), contract.TypeUpdated, other.ResourceVersion)
 
-	env.KillAPIServer()
-	t.Log("kube-apiserver killed")
-	key := "/registry/configmaps/" + h.ns + "/phoenix"
-	if _, err := env.Etcdctl(ctx, "del", key); err != nil {
-		t.Fatal(err)
-	}
 	reborn := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "phoenix", Namespace: h.ns, UID: newUID(t), CreationTimestamp: metav1.Now()},
 		Data:       map[string]string{"v": "new"},
 	}
-	etcdPut(ctx, t, env, key, reborn)
-	rev, err := env.Compact(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rev := whileAPIServerDown(ctx, t, env, func() {
+		key := "/registry/configmaps/" + h.ns + "/phoenix"
+		if _, err := env.Etcdctl(ctx, "del", key); err != nil {
+			t.Fatal(err)
+		}
+		etcdPut(ctx, t, env, key, reborn)
+	})
 	t.Logf("phoenix (uid %s) replaced in etcd by uid %s; compacted to revision %d", old.UID, reborn.UID, rev)
-	if err := env.StartAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("kube-apiserver started again")
 
 	cur, err := h.cs.CoreV1().ConfigMaps(h.ns).Get(ctx, "phoenix", metav1.GetOptions{})
 	if err != nil {
@@ -282,6 +260,35 @@ func TestRecreateAcrossRelist(t *testing.T) {
 			t.Errorf("added data is not the new object: %s", adds[0].Data)
 		}
 	}
+}
+
+// startRelistTest starts a relist test: a context of four minutes, an
+// environment without the watch cache, and a harness in it.
+func startRelistTest(t *testing.T) (context.Context, *testenv.Env, *harness) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	env := envWithoutWatchCache(ctx, t)
+	return ctx, env, newHarnessIn(t, env)
+}
+
+// whileAPIServerDown kills the apiserver, lets change edit etcd under it,
+// compacts etcd and starts the apiserver again; it returns the revision
+// etcd was compacted to.
+func whileAPIServerDown(ctx context.Context, t *testing.T, env *testenv.Env, change func()) int64 {
+	t.Helper()
+	env.KillAPIServer()
+	t.Log("kube-apiserver killed")
+	change()
+	rev, err := env.Compact(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("kube-apiserver started again")
+	return rev
 }
 
 // envWithoutWatchCache starts an environment of the test's own whose
