@@ -241,7 +241,7 @@ func (v *verifier) subjects() []string {
 	var out []string
 	switch {
 	case v.only == nil && v.namespace == "":
-		return []string{s.Prefix + "." + s.Cluster + ".>"}
+		return []string{s.ClusterWildcard()}
 	case v.only == nil:
 		out = scoped(s.Prefix + "." + s.Cluster + ".*.*.*")
 	default:

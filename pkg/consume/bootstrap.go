@@ -102,8 +102,8 @@ func (s *State) latestSnapshotStart(ctx context.Context, f filter) (uint64, *jet
 	if err != nil {
 		return 0, nil, fmt.Errorf("consume: stream %s: %w", s.c.stream, err)
 	}
-	markers := f.typeSubject(s.c.subjects) + "." + contract.SnapshotToken
-	end, err := stream.GetLastMsgForSubject(ctx, markers+".end")
+	endSubject, beginSubject := s.c.subjects.SnapshotEnd(f.ref), s.c.subjects.SnapshotBegin(f.ref)
+	end, err := stream.GetLastMsgForSubject(ctx, endSubject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil, nil
 	}
@@ -112,9 +112,9 @@ func (s *State) latestSnapshotStart(ctx context.Context, f filter) (uint64, *jet
 	}
 	if !s.usableEnd(end.Sequence, end.Header) {
 		end = nil
-		err = scanSubject(ctx, s.c.js, s.c.stream, markers+".end", func(seq uint64, h nats.Header) error {
+		err = scanSubject(ctx, s.c.js, s.c.stream, endSubject, func(seq uint64, h nats.Header) error {
 			if s.usableEnd(seq, h) {
-				end = &jetstream.RawStreamMsg{Subject: markers + ".end", Sequence: seq, Header: h}
+				end = &jetstream.RawStreamMsg{Subject: endSubject, Sequence: seq, Header: h}
 			}
 			return nil
 		})
@@ -127,7 +127,7 @@ func (s *State) latestSnapshotStart(ctx context.Context, f filter) (uint64, *jet
 	}
 	id := end.Header.Get(contract.Header(contract.ExtSnapshotID))
 	var begin uint64
-	err = scanSubject(ctx, s.c.js, s.c.stream, markers+".begin", func(seq uint64, h nats.Header) error {
+	err = scanSubject(ctx, s.c.js, s.c.stream, beginSubject, func(seq uint64, h nats.Header) error {
 		if seq < end.Sequence && h.Get(contract.Header(contract.ExtSnapshotID)) == id {
 			begin = seq
 		}
