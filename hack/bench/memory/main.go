@@ -468,9 +468,9 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 		if err != nil {
 			return out, err
 		}
-		// begin marker + one item per object + end marker
-		if sc.Msgs != uint64(b.objects)+2 || sc.Items != b.objects {
-			return out, fmt.Errorf("stream %s holds %d messages (%d snapshot items), want %d (%d)", streamName(m), sc.Msgs, sc.Items, b.objects+2, b.objects)
+		// term marker + begin marker + one item per object + end marker
+		if sc.Msgs != uint64(b.objects)+3 || sc.Items != b.objects {
+			return out, fmt.Errorf("stream %s holds %d messages (%d snapshot items), want %d (%d)", streamName(m), sc.Msgs, sc.Items, b.objects+3, b.objects)
 		}
 		out.stream = &sc
 	}
