@@ -705,6 +705,8 @@ func countStream(ctx context.Context, url, name string) (streamCount, error) {
 			sc.Items++
 		case contract.TypeSnapshotEnd:
 			sc.Ends++
+		case contract.TypeTerm:
+			// One per bridge start, before anything it publishes.
 		case contract.TypeUpdated:
 			sc.Updated++
 			n := 1
