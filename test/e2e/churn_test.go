@@ -150,7 +150,12 @@ func (c *churn) run(ctx context.Context, worker int) {
 	for i := 0; ctx.Err() == nil; i++ {
 		name := churnName(c.opts.prefix, rng.IntN(count)*workers+worker)
 		cm, ok := live[name]
-		opCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		// Not ctx: stop must not cancel a request the apiserver may still
+		// commit after the client gave up, or a list taken after stop
+		// would miss a write the stream then shows (TestSnapshotWithChurn
+		// saw an update stored after its list; TestRestartAfterSIGKILL a
+		// delete). stop waits for the request instead.
+		opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 		var err error
 		switch {
 		case !ok:
