@@ -17,7 +17,9 @@ func (p *pending) changes() int {
 // merge adds p to what st has waiting. Changes of one uid merge:
 //
 //	added + updated      → added (newest object)
-//	added + deleted      → nothing
+//	added + deleted      → deleted (not nothing: a snapshot item, read
+//	                       from the cache ahead of the handler, may have
+//	                       shown the object before its added change came)
 //	updated + updated    → updated (first old object, newest object)
 //	updated + deleted    → deleted
 //	live change + item   → item (a newer snapshot item supersedes it)
@@ -66,10 +68,6 @@ func (in *intake) merge(st *objectState, p pending) (coalesced int) {
 		last.c.Coalesced++
 		last.since = oldest(last.since, p.since)
 		coalesced = 1
-	case lv == informers.Added && cv == informers.Deleted:
-		// Never published, now gone: neither is an event.
-		st.queue = st.queue[:n-1]
-		coalesced = 2
 	case lv == informers.Deleted:
 		// A delete followed by a change of the same uid is not something
 		// an informer reports; keep both rather than guess.

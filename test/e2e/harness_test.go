@@ -574,19 +574,26 @@ func historyOfDifferences(msgs []replay.Message, st *replay.State, got, want map
 	sort.Strings(subjects)
 	var b strings.Builder
 	for _, subj := range subjects[:min(len(subjects), 3)] {
-		fmt.Fprintf(&b, "\n  history of %s:", subj)
-		for _, m := range msgs {
-			if m.Subject == subj {
-				fmt.Fprintf(&b, "\n    seq %d %s uid %s rv %s term %s snapshot %s finalstateunknown %s", m.Seq, strings.TrimPrefix(m.Event.Type(), "io.kubebridge."),
-					m.Ext(contract.ExtUID), m.Ext(contract.ExtResourceVersion), m.Ext(contract.ExtTerm), m.Ext(contract.ExtSnapshotID), m.Ext(contract.ExtFinalStateUnknown))
-			}
-		}
+		b.WriteString(subjectHistory(msgs, subj))
 		for _, list := range [][]string{st.Swept, st.Fenced, st.Foreign, st.Regressions} {
 			for _, l := range list {
 				if strings.Contains(l, subj) {
 					fmt.Fprintf(&b, "\n    replay: %s", l)
 				}
 			}
+		}
+	}
+	return b.String()
+}
+
+// subjectHistory lists the stream's messages on subj, one line each.
+func subjectHistory(msgs []replay.Message, subj string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n  history of %s:", subj)
+	for _, m := range msgs {
+		if m.Subject == subj {
+			fmt.Fprintf(&b, "\n    seq %d %s uid %s rv %s term %s snapshot %s finalstateunknown %s coalesced %s", m.Seq, strings.TrimPrefix(m.Event.Type(), "io.kubebridge."),
+				m.Ext(contract.ExtUID), m.Ext(contract.ExtResourceVersion), m.Ext(contract.ExtTerm), m.Ext(contract.ExtSnapshotID), m.Ext(contract.ExtFinalStateUnknown), m.Ext(contract.ExtCoalesced))
 		}
 	}
 	return b.String()
@@ -792,16 +799,21 @@ func checkSweeps(t *testing.T, msgs []replay.Message, st *replay.State) int {
 		}
 	}
 	if len(lost) > 0 {
-		t.Errorf("%d objects swept by a snapshot end whose delete never reached the stream (no change was lost, so every delete must be published):\n    %s",
-			len(lost), strings.Join(lost, "\n    "))
+		var history string
+		for _, sw := range lost[:min(len(lost), 3)] {
+			subj, _, _ := strings.Cut(sw, " ")
+			history += subjectHistory(msgs, subj)
+		}
+		t.Errorf("%d objects swept by a snapshot end whose delete never reached the stream (no change was lost, so every delete must be published):\n    %s%s",
+			len(lost), strings.Join(lost, "\n    "), history)
 	}
 	return len(st.Swept) - len(lost)
 }
 
 // checkDeletes checks every object deleted through the API (by uid) from
 // a consumer's point of view: a deleted event of its uid is in the stream,
-// or no message carries its uid at all (it was created and deleted while
-// both changes were pending, which merge into nothing). A uid that was
+// or no message carries its uid at all (the informer never saw it: created
+// and deleted within a gap its relist closed). A uid that was
 // published but never deleted is a lost delete. It returns how many
 // deleted objects never appeared.
 func checkDeletes(t *testing.T, msgs []replay.Message, deleted []string) int {

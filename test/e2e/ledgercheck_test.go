@@ -20,11 +20,11 @@ type ledgerTally struct {
 	coalesced int // counted in a later event's coalesced extension
 	repaired  int // overtaken, within one term, by a snapshot item or a finalstateunknown delete of the object
 	handover  int // made while no replica published: a term boundary lies between the object's last message before and its first message after
-	unseen    int // of objects created and deleted without ever being published
+	unseen    int // of objects created and deleted without ever being published (while no replica published, or within a relist gap)
 }
 
 func (t ledgerTally) String() string {
-	return fmt.Sprintf("%d changes observed: %d published as their own event, %d counted in a coalesced event, %d overtaken by a snapshot item or a finalstateunknown delete within a term, %d made during a handover and caught up by the next term, %d of objects never published (created and deleted while pending)",
+	return fmt.Sprintf("%d changes observed: %d published as their own event, %d counted in a coalesced event, %d overtaken by a snapshot item or a finalstateunknown delete within a term, %d made during a handover and caught up by the next term, %d of objects never published (created and deleted while no replica published, or within a relist gap)",
 		t.changes, t.own, t.coalesced, t.repaired, t.handover, t.unseen)
 }
 
