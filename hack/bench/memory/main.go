@@ -201,8 +201,10 @@ type bench struct {
 	size       int
 	settle     time.Duration
 	profiles   string
-	memLimit   string
-	churn      churnOptions
+	// cpuProfiles is -cpuprofile's directory.
+	cpuProfiles string
+	memLimit    string
+	churn       churnOptions
 }
 
 type churnOptions struct {
@@ -220,6 +222,7 @@ func parent() error {
 	workers := flag.Int("workers", 16, "goroutines creating ConfigMaps")
 	settle := flag.Duration("settle", 2*time.Second, "how long each child sleeps after runtime.GC() before measuring")
 	profiles := flag.String("heapprofile", "", "if set, a directory where each child writes <mode>.pprof (heap, after the last measurement) and <mode>-peak.pprof (at the peak of its live heap)")
+	cpuProfiles := flag.String("cpuprofile", "", "with -churn, a directory where each child writes <mode>-churn-cpu.pprof: a CPU profile of the churn, from the end of its ready measurement to the last update seen")
 	memLimit := flag.String("child-gomemlimit", "", "GOMEMLIMIT of every child, e.g. 256MiB (the deployment sets the pod's memory limit); empty leaves it unset")
 	churn := flag.Int("churn", 0, "after each child is ready, update this many ConfigMaps (round robin) and measure again")
 	churnRate := flag.Float64("churn-rate", 10, "updates per second during -churn")
@@ -288,7 +291,7 @@ func parent() error {
 		return err
 	}
 
-	b := &bench{env: env, cs: cs, self: self, kubeconfig: kubeconfig, objects: *objects, size: *size, settle: *settle, profiles: *profiles,
+	b := &bench{env: env, cs: cs, self: self, kubeconfig: kubeconfig, objects: *objects, size: *size, settle: *settle, profiles: *profiles, cpuProfiles: *cpuProfiles,
 		memLimit: *memLimit, churn: churnOptions{updates: *churn, rate: *churnRate, workers: *churnWorkers, outage: *outage, outageAfter: *outageAfter}}
 	var runs []run
 	for i, m := range selected {
@@ -431,6 +434,12 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 			return out, err
 		}
 		args = append(args, "-heapprofile", filepath.Join(b.profiles, m.id()+".pprof"))
+	}
+	if b.cpuProfiles != "" && b.churn.updates > 0 {
+		if err := os.MkdirAll(b.cpuProfiles, 0o755); err != nil {
+			return out, err
+		}
+		args = append(args, "-churn-cpuprofile", filepath.Join(b.cpuProfiles, m.id()+"-churn-cpu.pprof"))
 	}
 	cmd := exec.CommandContext(ctx, b.self, args...)
 	cmd.Stderr = os.Stderr
@@ -882,6 +891,26 @@ func printChurnReport(w io.Writer, b *bench, runs []run) {
 	}
 }
 
+// startCPUProfile starts a CPU profile written to path (none when empty)
+// and returns what stops it.
+func startCPUProfile(path string) (func() error, error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
+}
+
 // cpuSeconds is the CPU time, user and system, this process has used.
 func cpuSeconds() float64 {
 	var ru syscall.Rusage
@@ -1052,6 +1081,7 @@ func child(args []string) error {
 	stream := fs.String("stream", "", "stream of a bridge mode")
 	budget := fs.String("budget", "", "BRIDGE_PUBLISH_BUFFER_BYTES of a bridge mode; empty is the default")
 	settle := fs.Duration("settle", 2*time.Second, "sleep after runtime.GC() before measuring")
+	churnCPUProfile := fs.String("churn-cpuprofile", "", "with -wait, write a CPU profile of the churn here")
 	heapProfile := fs.String("heapprofile", "", "write a heap profile here after the last measurement, and one at the peak of the live heap next to it (-peak.pprof)")
 	noGzip := fs.Bool("no-gzip", false, "set rest.Config.DisableCompression")
 	wait := fs.Bool("wait", false, `after the first measurement, wait for "measure N" on stdin, then for N informer updates, and measure again`)
@@ -1205,7 +1235,14 @@ func child(args []string) error {
 		return err
 	}
 	if *wait {
+		stopProfile, err := startCPUProfile(*churnCPUProfile)
+		if err != nil {
+			return err
+		}
 		if err := awaitChurn(ctx, objects >= 0, &updates); err != nil {
+			return err
+		}
+		if err := stopProfile(); err != nil {
 			return err
 		}
 		if err := measure("churn"); err != nil {
