@@ -127,8 +127,13 @@ func (c *Client) Events(ctx context.Context, filters []Filter, opts ...EventsOpt
 		for _, m := range markers {
 			t.addMarker(m)
 		}
-		if o.untilCaughtUp && r.cons.Pending == 0 && r.cons.CachedInfo().NumAckPending == 0 {
-			return
+		if o.untilCaughtUp {
+			if drained, err := r.drained(ctx); err != nil || drained {
+				if err != nil {
+					yield(nil, err)
+				}
+				return
+			}
 		}
 		e := eventLoop{c: c, r: r, fs: fs, o: o, terms: &t, logger: klog.FromContext(ctx)}
 		e.run(ctx, yield)
@@ -185,29 +190,23 @@ func (e *eventLoop) run(ctx context.Context, yield func(*Event, error) bool) {
 		}
 		m, err := e.r.next(ctx, wait)
 		if err != nil {
-			if ctx.Err() != nil {
-				e.r.handBack()
-			}
 			yield(nil, err)
 			return
 		}
-		if m.Msg == nil {
-			caught, err := e.r.caughtUp(ctx)
+		if m.Msg != nil && !e.handle(m, yield) {
+			return
+		}
+		// Ask once idle, or when the server says nothing is pending (a
+		// moment late, which is why drained asks the stream).
+		if m.Msg == nil || e.o.untilCaughtUp && m.meta.NumPending == 0 {
+			drained, err := e.r.drained(ctx)
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			if caught {
+			if drained {
 				return
 			}
-			continue
-		}
-		if !e.handle(m, yield) {
-			return
-		}
-		// A durable consumer may owe redeliveries: ask it once idle.
-		if e.o.untilCaughtUp && m.meta.NumPending == 0 && !e.r.durable() {
-			return
 		}
 	}
 }
@@ -225,7 +224,6 @@ func (e *eventLoop) handle(m msg, yield func(*Event, error) bool) bool {
 	if err != nil {
 		if !yield(nil, err) {
 			e.settle(m, m.Nak, false)
-			e.r.handBack()
 			return false
 		}
 		// It will never decode: do not deliver it again.
@@ -239,7 +237,6 @@ func (e *eventLoop) handle(m msg, yield func(*Event, error) bool) bool {
 		if e.matches(ev) && !yield(nil, &Violation{Kind: Foreign, Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID(),
 			Detail: fmt.Sprintf("term %d: no term marker of the cluster is stored at that sequence", ev.Term)}) {
 			e.settle(m, m.Nak, false)
-			e.r.handBack()
 			return false
 		}
 	case e.terms.fenced(ev):
@@ -250,7 +247,6 @@ func (e *eventLoop) handle(m msg, yield func(*Event, error) bool) bool {
 	default:
 		if !yield(ev, nil) {
 			e.settle(m, m.Nak, false)
-			e.r.handBack()
 			return false
 		}
 	}

@@ -30,8 +30,12 @@ type reader struct {
 
 	// cons knows where the stream stood when it was created: its last
 	// sequence, read just after, and the messages it had pending.
+	str  jetstream.Stream
 	cons *streamread.Consumer
 	it   jetstream.MessagesContext
+	// from is the stream sequence the consumer had delivered up to when
+	// it was created: nothing of its filters at or before it is to come.
+	from uint64
 	// lastSeq is the stream sequence of the last message delivered, acked
 	// that of the last one acknowledged (durable consumers).
 	lastSeq, acked uint64
@@ -51,7 +55,8 @@ func (r *reader) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
-	r.cons = cons
+	r.str, r.cons = s, cons
+	r.from = cons.CachedInfo().Delivered.Stream
 	if r.it, err = r.cons.Messages(jetstream.WithMessagesErrOnMissingHeartbeat(true)); err != nil {
 		return fmt.Errorf("consume: pull from %s: %w", r.stream, err)
 	}
@@ -142,20 +147,25 @@ func (r *reader) recreate(ctx context.Context) error {
 	}
 }
 
-// handBack gives the messages pulled but not handled back to a durable
-// consumer, to be delivered again at once rather than after its AckWait
-// (those that arrive later still are, after it).
+// handBack ends the pull of a durable consumer. The messages pulled but
+// not handed out go back, to be delivered again at once rather than after
+// the AckWait; and it returns only once the server has dropped the pull
+// requests (a drained subscription closes after a round trip to the
+// server). A request the server still held would take the next message
+// stored, and the next reader would get it only after the AckWait.
 func (r *reader) handBack() {
 	if !r.durable() {
 		return
 	}
 	r.it.Drain()
-	for {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
 		m, err := r.it.Next(jetstream.NextMaxWait(250 * time.Millisecond))
-		if err != nil {
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 			return
 		}
-		_ = m.Nak()
+		if err == nil {
+			_ = m.Nak()
+		}
 	}
 }
 
@@ -170,11 +180,49 @@ func (r *reader) caughtUp(ctx context.Context) (bool, error) {
 	return info.NumPending == 0 && info.NumAckPending == 0, nil
 }
 
-// close stops pulling and deletes an ephemeral consumer.
+// drained reports whether the stream holds nothing more for the reader:
+// no message of its filters after the last one handed out (a durable
+// consumer: after its acknowledgement floor, with nothing awaiting an
+// acknowledgement). Unlike caughtUp it asks the stream, not the consumer's
+// pending count, which the server raises only a moment after a message is
+// stored: a durable consumer opened right after a write would be told
+// nothing is pending. It holds whatever the reader has buffered.
+func (r *reader) drained(ctx context.Context) (bool, error) {
+	after := max(r.lastSeq, r.from)
+	if r.durable() {
+		info, err := r.cons.Info(ctx)
+		if err != nil {
+			return false, fmt.Errorf("consume: consumer info: %w", err)
+		}
+		if info.NumAckPending > 0 {
+			return false, nil
+		}
+		after = info.AckFloor.Stream
+	}
+	subjects := r.cfg.FilterSubjects
+	if r.cfg.FilterSubject != "" {
+		subjects = append(subjects, r.cfg.FilterSubject)
+	}
+	for _, subject := range subjects {
+		_, err := r.str.GetMsg(ctx, after+1, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("consume: look for messages on %s after seq %d: %w", subject, after, err)
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+// close stops pulling (handing back what a durable consumer pulled) and
+// deletes an ephemeral consumer.
 func (r *reader) close(ctx context.Context) {
 	if r.it == nil {
 		return
 	}
+	r.handBack()
 	r.it.Stop()
 	r.cons.Delete(ctx)
 }
