@@ -60,10 +60,10 @@ func Header(attribute string) string { return HeaderPrefix + attribute }
 
 // Header names of the attributes headers-only readers (the missed-delete
 // scan, the fence, the term reader) look at.
-var (
-	HeaderSpecVersion = Header("specversion")
-	HeaderType        = Header("type")
-	TermHeader        = Header(ExtTerm)
+const (
+	HeaderSpecVersion = HeaderPrefix + "specversion"
+	HeaderType        = HeaderPrefix + "type"
+	TermHeader        = HeaderPrefix + ExtTerm
 )
 
 // Header names outside the ce- attribute set.

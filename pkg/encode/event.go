@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -64,25 +63,15 @@ type Encoded struct {
 	Truncated bool
 }
 
-// Event builds the CloudEvent for c. It never modifies c's objects.
-func (e *Encoder) Event(c informers.Change) (event.Event, error) {
-	ev, _, err := e.event(c, false)
-	return ev, err
-}
-
 // EncodeWithin builds the NATS message for c within maxPayload bytes
 // (0: no limit), for callers whose limit changes, e.g. on reconnect.
 func (e *Encoder) EncodeWithin(c informers.Change, maxPayload int) (Encoded, error) {
-	ev, subject, err := e.event(c, false)
-	if err != nil {
-		return Encoded{}, err
-	}
-	msg, err := e.toMsg(&ev, subject)
+	msg, id, err := e.message(c, false)
 	if err != nil {
 		return Encoded{}, err
 	}
 	if maxPayload <= 0 || wireSize(msg) <= maxPayload || c.Verb.IsMarker() {
-		return Encoded{Msg: msg, ID: ev.ID()}, nil
+		return Encoded{Msg: msg, ID: id}, nil
 	}
 	return e.EncodeTruncated(c, maxPayload)
 }
@@ -91,18 +80,14 @@ func (e *Encoder) EncodeWithin(c informers.Change, maxPayload int) (Encoded, err
 // (only apiVersion, kind and identifying metadata, truncated=true), for an
 // event JetStream refused in full.
 func (e *Encoder) EncodeTruncated(c informers.Change, maxPayload int) (Encoded, error) {
-	ev, subject, err := e.event(c, true)
-	if err != nil {
-		return Encoded{}, err
-	}
-	msg, err := e.toMsg(&ev, subject)
+	msg, id, err := e.message(c, true)
 	if err != nil {
 		return Encoded{}, err
 	}
 	if maxPayload > 0 && wireSize(msg) > maxPayload {
-		return Encoded{}, fmt.Errorf("%w: %s (%d bytes, limit %d)", ErrTooLarge, subject, wireSize(msg), maxPayload)
+		return Encoded{}, fmt.Errorf("%w: %s (%d bytes, limit %d)", ErrTooLarge, msg.Subject, wireSize(msg), maxPayload)
 	}
-	return Encoded{Msg: msg, ID: ev.ID(), Truncated: !c.Verb.IsMarker()}, nil
+	return Encoded{Msg: msg, ID: id, Truncated: !c.Verb.IsMarker()}, nil
 }
 
 // sizeHint guesses the payload size from the last one, so the buffer is
@@ -115,83 +100,61 @@ func (e *Encoder) sizeHint(c informers.Change) int {
 	return n
 }
 
-func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string, error) {
+// message builds c's message and returns it with the event id.
+func (e *Encoder) message(c informers.Change, truncate bool) (*nats.Msg, string, error) {
 	typ, ok := typeByVerb[c.Verb]
 	if !ok {
-		return event.Event{}, "", fmt.Errorf("encode: unknown verb %q", c.Verb)
+		return nil, "", fmt.Errorf("encode: unknown verb %q", c.Verb)
 	}
 	if c.Resource == nil {
-		return event.Event{}, "", errors.New("encode: change without a resource")
+		return nil, "", errors.New("encode: change without a resource")
 	}
 	r := c.Resource
 	gvk := r.GroupVersionKind()
-	ev := event.New(event.CloudEventsVersionV1)
-	ev.SetType(typ)
-	ev.SetTime(c.ObservedAt)
-	ev.SetExtension(contract.ExtCluster, e.Subjects.Cluster)
-	ev.SetExtension(contract.ExtKind, gvk.Kind)
-	ev.SetExtension(contract.ExtAPIVersion, gvk.GroupVersion().String())
+	apiVersion := gvk.GroupVersion().String()
+	term := ""
 	if e.Term != 0 {
-		ev.SetExtension(contract.ExtTerm, strconv.FormatUint(e.Term, 10))
+		term = strconv.FormatUint(e.Term, 10)
 	}
-
 	if c.Verb.IsMarker() {
-		ev.SetSource(source(e.Subjects.Cluster, r, ""))
-		ev.SetID(r.String() + "/" + c.SnapshotID + "/" + string(c.Verb))
-		ev.SetExtension(contract.ExtSnapshotID, c.SnapshotID)
-		if c.Verb == informers.SnapshotBegin {
-			setScope(&ev, r, c.Scope)
-		}
-		if c.Verb == informers.SnapshotEnd {
-			ev.SetExtension(contract.ExtSnapshotCount, int32(c.SnapshotCount))
+		id := r.String() + "/" + c.SnapshotID + "/" + string(c.Verb)
+		m := newCEMessage(typ, id, source(e.Subjects.Cluster, r, ""), c.ObservedAt)
+		e.setCommon(m, gvk.Kind, apiVersion, term)
+		m.set(hSnapshotID, c.SnapshotID)
+		subject := e.Subjects.SnapshotBegin(r.Type())
+		switch c.Verb {
+		case informers.SnapshotBegin:
+			setScope(m, r, c.Scope)
+		case informers.SnapshotEnd:
+			m.setInt(hSnapshotCount, int(int32(c.SnapshotCount)))
 			if len(c.SnapshotUnpublished) > 0 {
-				ev.SetExtension(contract.ExtUnpublished, e.Subjects.ObjectSuffixes(c.SnapshotUnpublished))
+				m.set(hUnpublished, e.Subjects.ObjectSuffixes(c.SnapshotUnpublished))
 			}
+			subject = e.Subjects.SnapshotEnd(r.Type())
 		}
-		if c.Verb == informers.SnapshotEnd {
-			return ev, e.Subjects.SnapshotEnd(r.Type()), nil
-		}
-		return ev, e.Subjects.SnapshotBegin(r.Type()), nil
+		return e.msg(m, subject, id, false, nil), id, nil
 	}
 
 	obj, err := meta.Accessor(c.Object)
 	if err != nil {
-		return event.Event{}, "", fmt.Errorf("encode: %s object: %w", r, err)
+		return nil, "", fmt.Errorf("encode: %s object: %w", r, err)
 	}
 	ns, name := obj.GetNamespace(), obj.GetName()
+	uid, rv := string(obj.GetUID()), obj.GetResourceVersion()
 	// The resource is part of the id: one object served under two
 	// resources (HPA v1 and v2, a CRD at two versions) is two event
 	// streams, and JetStream must not drop one as a duplicate of the other.
-	id := r.String() + "/" + string(obj.GetUID()) + "/" + obj.GetResourceVersion() + "/" + string(c.Verb)
+	id := r.String() + "/" + uid + "/" + rv + "/" + string(c.Verb)
 	if c.Verb == informers.SnapshotItem {
 		id += "/" + c.SnapshotID
-		ev.SetExtension(contract.ExtSnapshotID, c.SnapshotID)
-	} else if e.Term != 0 {
+	} else if term != "" {
 		// A change a deposed leader stored late, which consumers ignore,
 		// must not make JetStream drop the same change from the new
 		// leader as a duplicate: the term is part of the id. (A snapshot
 		// id is unique to its term already.)
-		id += "/" + strconv.FormatUint(e.Term, 10)
-	}
-	ev.SetID(id)
-	ev.SetSource(source(e.Subjects.Cluster, r, ns))
-	if ns != "" {
-		ev.SetSubject(ns + "/" + name)
-		ev.SetExtension(contract.ExtNamespace, ns)
-	} else {
-		ev.SetSubject(name)
-	}
-	ev.SetExtension(contract.ExtName, name)
-	ev.SetExtension(contract.ExtUID, string(obj.GetUID()))
-	ev.SetExtension(contract.ExtResourceVersion, obj.GetResourceVersion())
-	if c.FinalStateUnknown {
-		ev.SetExtension(contract.ExtFinalStateUnknown, true)
-	}
-	if c.Coalesced > 0 {
-		ev.SetExtension(contract.ExtCoalesced, int32(c.Coalesced))
+		id += "/" + term
 	}
 
-	apiVersion := gvk.GroupVersion().String()
 	// The payload is assembled by hand, streaming each object into one
 	// buffer: marshalling a struct of json.RawMessage would scan both
 	// objects again, and json.Marshal would copy each of them once more.
@@ -199,12 +162,12 @@ func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string,
 	buf.Grow(e.sizeHint(c))
 	buf.WriteString(`{"object":`)
 	if err = writeObject(&buf, c.Object, apiVersion, gvk.Kind, truncate); err != nil {
-		return event.Event{}, "", fmt.Errorf("encode: %s %s: %w", r, id, err)
+		return nil, "", fmt.Errorf("encode: %s %s: %w", r, id, err)
 	}
 	if c.OldObject != nil {
 		buf.WriteString(`,"oldObject":`)
 		if err = writeObject(&buf, c.OldObject, apiVersion, gvk.Kind, truncate); err != nil {
-			return event.Event{}, "", fmt.Errorf("encode: %s %s old object: %w", r, id, err)
+			return nil, "", fmt.Errorf("encode: %s %s old object: %w", r, id, err)
 		}
 	}
 	buf.WriteByte('}')
@@ -214,12 +177,42 @@ func (e *Encoder) event(c informers.Change, truncate bool) (event.Event, string,
 		objects = 2
 	}
 	e.lastObjectSize.Store(int64(len(payload)) / objects)
-	if truncate {
-		ev.SetExtension(contract.ExtTruncated, true)
+
+	m := newCEMessage(typ, id, source(e.Subjects.Cluster, r, ns), c.ObservedAt)
+	e.setCommon(m, gvk.Kind, apiVersion, term)
+	if c.Verb == informers.SnapshotItem {
+		m.set(hSnapshotID, c.SnapshotID)
 	}
-	ev.SetDataContentType(contract.ContentTypeJSON)
-	ev.DataEncoded = payload
-	return ev, e.Subjects.Object(r.Type(), ns, name), nil
+	if ns != "" {
+		m.set(hSubject, ns+"/"+name)
+		m.set(hNamespace, ns)
+	} else {
+		m.set(hSubject, name)
+	}
+	m.set(hName, name)
+	m.set(hUID, uid)
+	m.set(hResourceVersion, rv)
+	if c.FinalStateUnknown {
+		m.setTrue(hFinalState)
+	}
+	if c.Coalesced > 0 {
+		m.setInt(hCoalesced, int(int32(c.Coalesced)))
+	}
+	if truncate {
+		m.setTrue(hTruncated)
+	}
+	m.jsonData()
+	return e.msg(m, e.Subjects.Object(r.Type(), ns, name), id, c.Verb == informers.Deleted, payload), id, nil
+}
+
+// setCommon sets the extensions every object event and marker carries.
+func (e *Encoder) setCommon(m *ceMessage, kind, apiVersion, term string) {
+	m.set(hCluster, e.Subjects.Cluster)
+	m.set(hKind, kind)
+	m.set(hAPIVersion, apiVersion)
+	if term != "" {
+		m.set(hTerm, term)
+	}
 }
 
 // source is the cluster plus the API path of the collection the object is
@@ -237,14 +230,14 @@ func source(cluster string, r *informers.Resource, namespace string) string {
 
 // setScope stamps the scope a type is watched with on its begin marker.
 // Namespaces do not narrow a cluster-scoped type.
-func setScope(ev *event.Event, r *informers.Resource, scope informers.Scope) {
+func setScope(m *ceMessage, r *informers.Resource, scope informers.Scope) {
 	if r.Namespaced && len(scope.Namespaces) > 0 {
-		ev.SetExtension(contract.ExtScopeNamespaces, strings.Join(scope.Namespaces, ","))
+		m.set(hScopeNamespaces, strings.Join(scope.Namespaces, ","))
 	}
 	if scope.LabelSelector != "" {
-		ev.SetExtension(contract.ExtScopeLabels, scope.LabelSelector)
+		m.set(hScopeLabels, scope.LabelSelector)
 	}
 	if scope.FieldSelector != "" {
-		ev.SetExtension(contract.ExtScopeFields, scope.FieldSelector)
+		m.set(hScopeFields, scope.FieldSelector)
 	}
 }

@@ -1,36 +1,107 @@
 package encode
 
 import (
+	"strconv"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 
-	"github.com/kubebridge/kubebridge/pkg/cenats"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
-// toMsg writes ev in binary content mode (cenats) with the JetStream
-// headers the bridge sends beside it.
-func (e *Encoder) toMsg(ev *event.Event, subject string) (*nats.Msg, error) {
-	msg, err := cenats.Message(ev, subject)
-	if err != nil {
-		return nil, err
-	}
+// The ce- header of every attribute and extension the encoder writes.
+const (
+	hSpecVersion     = contract.HeaderSpecVersion
+	hType            = contract.HeaderType
+	hID              = contract.HeaderPrefix + "id"
+	hSource          = contract.HeaderPrefix + "source"
+	hSubject         = contract.HeaderPrefix + "subject"
+	hTime            = contract.HeaderPrefix + "time"
+	hDataContentType = contract.HeaderPrefix + "datacontenttype"
+
+	hCluster         = contract.HeaderPrefix + contract.ExtCluster
+	hKind            = contract.HeaderPrefix + contract.ExtKind
+	hAPIVersion      = contract.HeaderPrefix + contract.ExtAPIVersion
+	hNamespace       = contract.HeaderPrefix + contract.ExtNamespace
+	hName            = contract.HeaderPrefix + contract.ExtName
+	hUID             = contract.HeaderPrefix + contract.ExtUID
+	hResourceVersion = contract.HeaderPrefix + contract.ExtResourceVersion
+	hSnapshotID      = contract.HeaderPrefix + contract.ExtSnapshotID
+	hSnapshotCount   = contract.HeaderPrefix + contract.ExtSnapshotCount
+	hFinalState      = contract.HeaderPrefix + contract.ExtFinalStateUnknown
+	hTruncated       = contract.HeaderPrefix + contract.ExtTruncated
+	hCoalesced       = contract.HeaderPrefix + contract.ExtCoalesced
+	hUnpublished     = contract.HeaderPrefix + contract.ExtUnpublished
+	hScopeNamespaces = contract.HeaderPrefix + contract.ExtScopeNamespaces
+	hScopeLabels     = contract.HeaderPrefix + contract.ExtScopeLabels
+	hScopeFields     = contract.HeaderPrefix + contract.ExtScopeFields
+	hTerm            = contract.TermHeader
+	hContractVersion = contract.HeaderPrefix + contract.ExtContractVersion
+)
+
+// ceMessage builds a CloudEvent in the NATS binding's binary content mode
+// straight into a nats.Msg: every attribute and extension a ce- header, in
+// the canonical string form sdk-go's binding writes (cenats.Message), and
+// datacontenttype also as Content-Type. Every event goes through it,
+// skipping sdk-go's in-memory event, its extension map and its binding
+// writer. The tests read each event back with sdk-go and write it again
+// with cenats.Message, which must give the same headers.
+type ceMessage struct {
+	header nats.Header
+	// values backs every header's one-value slice: one allocation for all.
+	values []string
+}
+
+// maxHeaders is the most headers one event gets: the required attributes,
+// time, subject, the data content type twice, the extensions of an object
+// event or a marker, and the JetStream headers.
+const maxHeaders = 24
+
+func newCEMessage(typ, id, source string, at time.Time) *ceMessage {
+	m := &ceMessage{header: make(nats.Header, maxHeaders), values: make([]string, 0, maxHeaders)}
+	m.set(hSpecVersion, "1.0")
+	m.set(hType, typ)
+	m.set(hID, id)
+	m.set(hSource, source)
+	m.set(hTime, at.UTC().Format(time.RFC3339Nano))
+	return m
+}
+
+// set gives key the one value v; nats.Header.Set would allocate a slice
+// per header.
+func (m *ceMessage) set(key, v string) {
+	m.values = append(m.values, v)
+	n := len(m.values)
+	m.header[key] = m.values[n-1 : n : n]
+}
+
+func (m *ceMessage) setInt(key string, v int) { m.set(key, strconv.Itoa(v)) }
+
+func (m *ceMessage) setTrue(key string) { m.set(key, "true") }
+
+// jsonData declares the payload JSON.
+func (m *ceMessage) jsonData() {
+	m.set(hDataContentType, contract.ContentTypeJSON)
+	m.set(contract.HeaderContentType, contract.ContentTypeJSON)
+}
+
+// msg is the message for subject, with the JetStream headers the bridge
+// sends beside the event.
+func (e *Encoder) msg(m *ceMessage, subject, id string, deleted bool, payload []byte) *nats.Msg {
 	// One stream may hold several clusters; ids are unique per source,
 	// so the de-duplication key is scoped by cluster.
-	msg.Header.Set(contract.HeaderMsgID, e.Subjects.Cluster+"/"+ev.ID())
-	if ev.Type() == contract.TypeDeleted {
+	m.set(contract.HeaderMsgID, e.Subjects.Cluster+"/"+id)
+	if deleted {
 		if e.TombstoneTTL > 0 {
 			// JetStream counts TTLs in whole seconds and cuts fractions
 			// off; rounding up never expires a delete early.
-			msg.Header.Set(contract.HeaderTTL, ((e.TombstoneTTL + time.Second - 1) / time.Second * time.Second).String())
+			m.set(contract.HeaderTTL, ((e.TombstoneTTL + time.Second - 1) / time.Second * time.Second).String())
 		}
 		if e.TombstoneRollup {
-			msg.Header.Set(contract.HeaderRollup, contract.RollupSubject)
+			m.set(contract.HeaderRollup, contract.RollupSubject)
 		}
 	}
-	return msg, nil
+	return &nats.Msg{Subject: subject, Header: m.header, Data: payload}
 }
 
 // wireSize is the size NATS counts against max_payload: the header block as

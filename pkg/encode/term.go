@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -18,21 +17,17 @@ import (
 // earlier term, and every message a deposed leader stores after it carries
 // a lower one, which is how consumers recognise such messages.
 func (e *Encoder) TermMarker(d contract.TermData, at time.Time) (*nats.Msg, error) {
-	ev := event.New(event.CloudEventsVersionV1)
-	ev.SetType(contract.TypeTerm)
-	ev.SetTime(at)
-	ev.SetSource("k8s://" + e.Subjects.Cluster)
-	ev.SetSubject(d.Holder)
-	// Unique per start: a retry of the same marker is dropped by
-	// JetStream as a duplicate, a new term never is.
-	ev.SetID("term/" + d.Holder + "/" + strconv.FormatInt(at.UnixNano(), 10))
-	ev.SetExtension(contract.ExtCluster, e.Subjects.Cluster)
-	ev.SetExtension(contract.ExtContractVersion, contract.ContractVersion)
 	data, err := json.Marshal(d)
 	if err != nil {
 		return nil, fmt.Errorf("encode: term marker: %w", err)
 	}
-	ev.SetDataContentType(contract.ContentTypeJSON)
-	ev.DataEncoded = data
-	return e.toMsg(&ev, e.Subjects.Term())
+	// Unique per start: a retry of the same marker is dropped by
+	// JetStream as a duplicate, a new term never is.
+	id := "term/" + d.Holder + "/" + strconv.FormatInt(at.UnixNano(), 10)
+	m := newCEMessage(contract.TypeTerm, id, "k8s://"+e.Subjects.Cluster, at)
+	m.set(hSubject, d.Holder)
+	m.set(hCluster, e.Subjects.Cluster)
+	m.set(hContractVersion, contract.ContractVersion)
+	m.jsonData()
+	return e.msg(m, e.Subjects.Term(), id, false, data), nil
 }
