@@ -92,6 +92,13 @@ func (p *pipeline) run(soft, hard context.Context) {
 		case <-hard.Done():
 			return false
 		}
+		if len(jobs) == 0 {
+			// The workers keep up: encoding here saves waking one of
+			// them, which at a steady trickle of changes costs more
+			// than the encoding. Under load the workers share it.
+			slot <- p.envelope(logger, w)
+			return true
+		}
 		select {
 		case jobs <- job{w: w, slot: slot}:
 			return true
