@@ -222,7 +222,7 @@ func parent() error {
 	workers := flag.Int("workers", 16, "goroutines creating ConfigMaps")
 	settle := flag.Duration("settle", 2*time.Second, "how long each child sleeps after runtime.GC() before measuring")
 	profiles := flag.String("heapprofile", "", "if set, a directory where each child writes <mode>.pprof (heap, after the last measurement) and <mode>-peak.pprof (at the peak of its live heap)")
-	cpuProfiles := flag.String("cpuprofile", "", "with -churn, a directory where each child writes <mode>-churn-cpu.pprof: a CPU profile of the churn, from the end of its ready measurement to the last update seen")
+	cpuProfiles := flag.String("cpuprofile", "", "a directory where each child writes <mode>-ready-cpu.pprof, a CPU profile from its start to ready (the cache sync; for the bridge, the start-up snapshot stored), and with -churn <mode>-churn-cpu.pprof, one of the churn, from the end of its ready measurement to the last update seen")
 	memLimit := flag.String("child-gomemlimit", "", "GOMEMLIMIT of every child, e.g. 256MiB (the deployment sets the pod's memory limit); empty leaves it unset")
 	churn := flag.Int("churn", 0, "after each child is ready, update this many ConfigMaps (round robin) and measure again")
 	churnRate := flag.Float64("churn-rate", 10, "updates per second during -churn")
@@ -435,11 +435,14 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 		}
 		args = append(args, "-heapprofile", filepath.Join(b.profiles, m.id()+".pprof"))
 	}
-	if b.cpuProfiles != "" && b.churn.updates > 0 {
+	if b.cpuProfiles != "" {
 		if err := os.MkdirAll(b.cpuProfiles, 0o755); err != nil {
 			return out, err
 		}
-		args = append(args, "-churn-cpuprofile", filepath.Join(b.cpuProfiles, m.id()+"-churn-cpu.pprof"))
+		args = append(args, "-ready-cpuprofile", filepath.Join(b.cpuProfiles, m.id()+"-ready-cpu.pprof"))
+		if b.churn.updates > 0 {
+			args = append(args, "-churn-cpuprofile", filepath.Join(b.cpuProfiles, m.id()+"-churn-cpu.pprof"))
+		}
 	}
 	cmd := exec.CommandContext(ctx, b.self, args...)
 	cmd.Stderr = os.Stderr
@@ -1082,6 +1085,7 @@ func child(args []string) error {
 	budget := fs.String("budget", "", "BRIDGE_PUBLISH_BUFFER_BYTES of a bridge mode; empty is the default")
 	settle := fs.Duration("settle", 2*time.Second, "sleep after runtime.GC() before measuring")
 	churnCPUProfile := fs.String("churn-cpuprofile", "", "with -wait, write a CPU profile of the churn here")
+	readyCPUProfile := fs.String("ready-cpuprofile", "", "write a CPU profile from the start to ready here")
 	heapProfile := fs.String("heapprofile", "", "write a heap profile here after the last measurement, and one at the peak of the live heap next to it (-peak.pprof)")
 	noGzip := fs.Bool("no-gzip", false, "set rest.Config.DisableCompression")
 	wait := fs.Bool("wait", false, `after the first measurement, wait for "measure N" on stdin, then for N informer updates, and measure again`)
@@ -1112,6 +1116,10 @@ func child(args []string) error {
 
 	transform := informers.TransformOptions{StripManagedFields: true, StripLastApplied: true}.Transform()
 	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+	stopReadyProfile, err := startCPUProfile(*readyCPUProfile)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	objects := -1
 	var stopBridge func() error
@@ -1167,6 +1175,16 @@ func child(args []string) error {
 		if *budget != "" {
 			env["BRIDGE_PUBLISH_BUFFER_BYTES"] = *budget
 		}
+		// Any other BRIDGE_* setting comes from the environment, to try
+		// one (BRIDGE_PUBLISH_WINDOW=2048 go run ./hack/bench/memory ...);
+		// the benchmark's own settings above win.
+		for _, kv := range os.Environ() {
+			if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "BRIDGE_") {
+				if _, set := env[k]; !set {
+					env[k] = v
+				}
+			}
+		}
 		cfg, err := config.Load(ctx, envconfig.MapLookuper(env))
 		if err != nil {
 			return err
@@ -1208,6 +1226,9 @@ func child(args []string) error {
 		return fmt.Errorf("unknown mode %q", name)
 	}
 	ready := time.Since(start)
+	if err := stopReadyProfile(); err != nil {
+		return err
+	}
 
 	measure := func(phase string) error {
 		cpuStart := cpuSeconds()
