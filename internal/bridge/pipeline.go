@@ -210,6 +210,7 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 		p.metrics.OversizeObjects.WithLabelValues(resource).Inc()
 		logger.Info("Object exceeds the message size limit; published without its content (truncated=true)", "subject", enc.Msg.Subject, "id", enc.ID, "limit", limit)
 	}
+	f.enc = enc
 	return sink.Envelope{Msg: enc.Msg, Barrier: verb.IsMarker(), Tombstone: verb == informers.Deleted, Done: done}
 }
 
@@ -220,6 +221,8 @@ type flight struct {
 	stored *atomic.Int64
 	// endCount is the end marker's item count, taken when it is built.
 	endCount int
+	// enc is the message published, whose buffer settle hands back.
+	enc encode.Encoded
 }
 
 // errUnencodable is the outcome of a change that cannot be encoded in any
@@ -233,6 +236,12 @@ var errUnencodable = errors.New("cannot be encoded")
 // flight, without its content.
 func (p *pipeline) settle(logger klog.Logger, f *flight, err error) {
 	w, c := f.w, f.w.c
+	if err == nil || errors.Is(err, sink.ErrRejected) {
+		// Stored, or refused for good: neither nats.go nor the publisher
+		// reads the message again. (After a shutdown or a fence a publish
+		// may still be pending in nats.go; that buffer is left alone.)
+		f.enc.Release()
+	}
 	object := w.ref != (objectRef{})
 	switch {
 	case err == nil:

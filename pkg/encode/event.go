@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,8 @@ type Encoder struct {
 	Term uint64
 
 	lastObjectSize atomic.Int64
+	// buffers holds payload buffers handed back with Encoded.Release.
+	buffers sync.Pool
 }
 
 // Encoded is one message ready to publish.
@@ -61,18 +64,38 @@ type Encoded struct {
 	// Truncated is set when the objects did not fit the maximum payload
 	// and only their identifying metadata was sent.
 	Truncated bool
+
+	// buf holds Msg.Data, and from holds the pool it goes back to.
+	buf  *bytes.Buffer
+	from *sync.Pool
+}
+
+// maxPooledBuffer is the largest payload buffer kept for reuse: the rare
+// large object's buffer is left to the garbage collector rather than
+// held for small events.
+const maxPooledBuffer = 256 << 10
+
+// Release hands the payload's buffer back to the encoder that made it, for
+// a later event to reuse, saving an allocation of the event's size. Call
+// it at most once, and only when nothing will read Msg again: JetStream
+// stored it, or refused it for good. Not calling it is always safe.
+func (m Encoded) Release() {
+	if m.buf != nil && m.buf.Cap() <= maxPooledBuffer {
+		m.from.Put(m.buf)
+	}
 }
 
 // EncodeWithin builds the NATS message for c within maxPayload bytes
 // (0: no limit), for callers whose limit changes, e.g. on reconnect.
 func (e *Encoder) EncodeWithin(c informers.Change, maxPayload int) (Encoded, error) {
-	msg, id, err := e.message(c, false)
+	enc, err := e.message(c, false)
 	if err != nil {
 		return Encoded{}, err
 	}
-	if maxPayload <= 0 || wireSize(msg) <= maxPayload || c.Verb.IsMarker() {
-		return Encoded{Msg: msg, ID: id}, nil
+	if maxPayload <= 0 || wireSize(enc.Msg) <= maxPayload || c.Verb.IsMarker() {
+		return enc, nil
 	}
+	enc.Release()
 	return e.EncodeTruncated(c, maxPayload)
 }
 
@@ -80,14 +103,29 @@ func (e *Encoder) EncodeWithin(c informers.Change, maxPayload int) (Encoded, err
 // (only apiVersion, kind and identifying metadata, truncated=true), for an
 // event JetStream refused in full.
 func (e *Encoder) EncodeTruncated(c informers.Change, maxPayload int) (Encoded, error) {
-	msg, id, err := e.message(c, true)
+	enc, err := e.message(c, true)
 	if err != nil {
 		return Encoded{}, err
 	}
-	if maxPayload > 0 && wireSize(msg) > maxPayload {
-		return Encoded{}, fmt.Errorf("%w: %s (%d bytes, limit %d)", ErrTooLarge, msg.Subject, wireSize(msg), maxPayload)
+	if maxPayload > 0 && wireSize(enc.Msg) > maxPayload {
+		enc.Release()
+		return Encoded{}, fmt.Errorf("%w: %s (%d bytes, limit %d)", ErrTooLarge, enc.Msg.Subject, wireSize(enc.Msg), maxPayload)
 	}
-	return Encoded{Msg: msg, ID: id, Truncated: !c.Verb.IsMarker()}, nil
+	enc.Truncated = !c.Verb.IsMarker()
+	return enc, nil
+}
+
+// buffer returns an empty payload buffer: one handed back if there is one
+// (grown as it is written, if it must), else a new one with room for the
+// size sizeHint guesses.
+func (e *Encoder) buffer(c informers.Change) *bytes.Buffer {
+	if buf, ok := e.buffers.Get().(*bytes.Buffer); ok {
+		buf.Reset()
+		return buf
+	}
+	buf := new(bytes.Buffer)
+	buf.Grow(e.sizeHint(c))
+	return buf
 }
 
 // sizeHint guesses the payload size from the last one, so the buffer is
@@ -100,14 +138,14 @@ func (e *Encoder) sizeHint(c informers.Change) int {
 	return n
 }
 
-// message builds c's message and returns it with the event id.
-func (e *Encoder) message(c informers.Change, truncate bool) (*nats.Msg, string, error) {
+// message builds c's message.
+func (e *Encoder) message(c informers.Change, truncate bool) (Encoded, error) {
 	typ, ok := typeByVerb[c.Verb]
 	if !ok {
-		return nil, "", fmt.Errorf("encode: unknown verb %q", c.Verb)
+		return Encoded{}, fmt.Errorf("encode: unknown verb %q", c.Verb)
 	}
 	if c.Resource == nil {
-		return nil, "", errors.New("encode: change without a resource")
+		return Encoded{}, errors.New("encode: change without a resource")
 	}
 	r := c.Resource
 	gvk := r.GroupVersionKind()
@@ -132,12 +170,12 @@ func (e *Encoder) message(c informers.Change, truncate bool) (*nats.Msg, string,
 			}
 			subject = e.Subjects.SnapshotEnd(r.Type())
 		}
-		return e.msg(m, subject, id, false, nil), id, nil
+		return Encoded{Msg: e.msg(m, subject, id, false, nil), ID: id}, nil
 	}
 
 	obj, err := meta.Accessor(c.Object)
 	if err != nil {
-		return nil, "", fmt.Errorf("encode: %s object: %w", r, err)
+		return Encoded{}, fmt.Errorf("encode: %s object: %w", r, err)
 	}
 	ns, name := obj.GetNamespace(), obj.GetName()
 	uid, rv := string(obj.GetUID()), obj.GetResourceVersion()
@@ -158,16 +196,17 @@ func (e *Encoder) message(c informers.Change, truncate bool) (*nats.Msg, string,
 	// The payload is assembled by hand, streaming each object into one
 	// buffer: marshalling a struct of json.RawMessage would scan both
 	// objects again, and json.Marshal would copy each of them once more.
-	var buf bytes.Buffer
-	buf.Grow(e.sizeHint(c))
+	buf := e.buffer(c)
 	buf.WriteString(`{"object":`)
-	if err = writeObject(&buf, c.Object, apiVersion, gvk.Kind, truncate); err != nil {
-		return nil, "", fmt.Errorf("encode: %s %s: %w", r, id, err)
+	if err = writeObject(buf, c.Object, apiVersion, gvk.Kind, truncate); err != nil {
+		e.buffers.Put(buf)
+		return Encoded{}, fmt.Errorf("encode: %s %s: %w", r, id, err)
 	}
 	if c.OldObject != nil {
 		buf.WriteString(`,"oldObject":`)
-		if err = writeObject(&buf, c.OldObject, apiVersion, gvk.Kind, truncate); err != nil {
-			return nil, "", fmt.Errorf("encode: %s %s old object: %w", r, id, err)
+		if err = writeObject(buf, c.OldObject, apiVersion, gvk.Kind, truncate); err != nil {
+			e.buffers.Put(buf)
+			return Encoded{}, fmt.Errorf("encode: %s %s old object: %w", r, id, err)
 		}
 	}
 	buf.WriteByte('}')
@@ -202,7 +241,8 @@ func (e *Encoder) message(c informers.Change, truncate bool) (*nats.Msg, string,
 		m.setTrue(hTruncated)
 	}
 	m.jsonData()
-	return e.msg(m, e.Subjects.Object(r.Type(), ns, name), id, c.Verb == informers.Deleted, payload), id, nil
+	msg := e.msg(m, e.Subjects.Object(r.Type(), ns, name), id, c.Verb == informers.Deleted, payload)
+	return Encoded{Msg: msg, ID: id, buf: buf, from: &e.buffers}, nil
 }
 
 // setCommon sets the extensions every object event and marker carries.
