@@ -28,9 +28,10 @@ type reader struct {
 	cfg    jetstream.ConsumerConfig
 	resume bool
 
+	// str is the stream, asked directly by drained.
+	str jetstream.Stream
 	// cons knows where the stream stood when it was created: its last
 	// sequence, read just after, and the messages it had pending.
-	str  jetstream.Stream
 	cons *streamread.Consumer
 	it   jetstream.MessagesContext
 	// from is the stream sequence the consumer had delivered up to when
