@@ -107,9 +107,10 @@ func (e *Encoder) EncodeTruncated(c informers.Change, maxPayload int) (Encoded, 
 	if err != nil {
 		return Encoded{}, err
 	}
-	if maxPayload > 0 && wireSize(enc.Msg) > maxPayload {
+	if size := wireSize(enc.Msg); maxPayload > 0 && size > maxPayload {
+		err := fmt.Errorf("%w: %s (%d bytes, limit %d)", ErrTooLarge, enc.Msg.Subject, size, maxPayload)
 		enc.Release()
-		return Encoded{}, fmt.Errorf("%w: %s (%d bytes, limit %d)", ErrTooLarge, enc.Msg.Subject, wireSize(enc.Msg), maxPayload)
+		return Encoded{}, err
 	}
 	enc.Truncated = !c.Verb.IsMarker()
 	return enc, nil
