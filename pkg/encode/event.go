@@ -148,32 +148,42 @@ func (e *Encoder) message(c informers.Change, truncate bool) (Encoded, error) {
 	if c.Resource == nil {
 		return Encoded{}, errors.New("encode: change without a resource")
 	}
-	r := c.Resource
-	gvk := r.GroupVersionKind()
-	apiVersion := gvk.GroupVersion().String()
+	apiVersion := c.Resource.GVR.GroupVersion().String()
 	term := ""
 	if e.Term != 0 {
 		term = strconv.FormatUint(e.Term, 10)
 	}
 	if c.Verb.IsMarker() {
-		id := r.String() + "/" + c.SnapshotID + "/" + string(c.Verb)
-		m := newCEMessage(typ, id, source(e.Subjects.Cluster, r, ""), c.ObservedAt)
-		e.setCommon(m, gvk.Kind, apiVersion, term)
-		m.set(hSnapshotID, c.SnapshotID)
-		subject := e.Subjects.SnapshotBegin(r.Type())
-		switch c.Verb {
-		case informers.SnapshotBegin:
-			setScope(m, r, c.Scope)
-		case informers.SnapshotEnd:
-			m.setInt(hSnapshotCount, int(int32(c.SnapshotCount)))
-			if len(c.SnapshotUnpublished) > 0 {
-				m.set(hUnpublished, e.Subjects.ObjectSuffixes(c.SnapshotUnpublished))
-			}
-			subject = e.Subjects.SnapshotEnd(r.Type())
-		}
-		return Encoded{Msg: e.msg(m, subject, id, false, nil), ID: id}, nil
+		return e.marker(c, typ, apiVersion, term), nil
 	}
+	return e.object(c, typ, apiVersion, term, truncate)
+}
 
+// marker builds a snapshot marker's message, which has no data.
+func (e *Encoder) marker(c informers.Change, typ, apiVersion, term string) Encoded {
+	r := c.Resource
+	id := r.String() + "/" + c.SnapshotID + "/" + string(c.Verb)
+	m := newCEMessage(typ, id, source(e.Subjects.Cluster, r, ""), c.ObservedAt)
+	e.setCommon(m, r.Kind, apiVersion, term)
+	m.set(hSnapshotID, c.SnapshotID)
+	subject := e.Subjects.SnapshotBegin(r.Type())
+	switch c.Verb {
+	case informers.SnapshotBegin:
+		setScope(m, r, c.Scope)
+	case informers.SnapshotEnd:
+		m.setInt(hSnapshotCount, int(int32(c.SnapshotCount)))
+		if len(c.SnapshotUnpublished) > 0 {
+			m.set(hUnpublished, e.Subjects.ObjectSuffixes(c.SnapshotUnpublished))
+		}
+		subject = e.Subjects.SnapshotEnd(r.Type())
+	}
+	return Encoded{Msg: e.msg(m, subject, id, false, nil), ID: id}
+}
+
+// object builds an object event's message: its data holds the object, and
+// the old object when there is one.
+func (e *Encoder) object(c informers.Change, typ, apiVersion, term string, truncate bool) (Encoded, error) {
+	r := c.Resource
 	obj, err := meta.Accessor(c.Object)
 	if err != nil {
 		return Encoded{}, fmt.Errorf("encode: %s object: %w", r, err)
@@ -199,13 +209,13 @@ func (e *Encoder) message(c informers.Change, truncate bool) (Encoded, error) {
 	// objects again, and json.Marshal would copy each of them once more.
 	buf := e.buffer(c)
 	buf.WriteString(`{"object":`)
-	if err = writeObject(buf, c.Object, apiVersion, gvk.Kind, truncate); err != nil {
+	if err = writeObject(buf, c.Object, apiVersion, r.Kind, truncate); err != nil {
 		e.buffers.Put(buf)
 		return Encoded{}, fmt.Errorf("encode: %s %s: %w", r, id, err)
 	}
 	if c.OldObject != nil {
 		buf.WriteString(`,"oldObject":`)
-		if err = writeObject(buf, c.OldObject, apiVersion, gvk.Kind, truncate); err != nil {
+		if err = writeObject(buf, c.OldObject, apiVersion, r.Kind, truncate); err != nil {
 			e.buffers.Put(buf)
 			return Encoded{}, fmt.Errorf("encode: %s %s old object: %w", r, id, err)
 		}
@@ -219,7 +229,7 @@ func (e *Encoder) message(c informers.Change, truncate bool) (Encoded, error) {
 	e.lastObjectSize.Store(int64(len(payload)) / objects)
 
 	m := newCEMessage(typ, id, source(e.Subjects.Cluster, r, ns), c.ObservedAt)
-	e.setCommon(m, gvk.Kind, apiVersion, term)
+	e.setCommon(m, r.Kind, apiVersion, term)
 	if c.Verb == informers.SnapshotItem {
 		m.set(hSnapshotID, c.SnapshotID)
 	}
