@@ -130,21 +130,25 @@ type result struct {
 	Mode string `json:"mode"`
 	// Phase is "ready" (after the cache synced or the start-up snapshot
 	// was stored) or "churn" (after the child saw every update).
-	Phase      string  `json:"phase"`
-	Objects    int     `json:"objects"` // objects in the cache; -1 if the child cannot see it (bridge)
-	VmRSSKiB   int64   `json:"vmRSSKiB"`
-	VmHWMKiB   int64   `json:"vmHWMKiB"`
-	FreedRSS   int64   `json:"rssAfterFreeOSMemoryKiB"`
-	HeapInuse  uint64  `json:"heapInuse"`
-	HeapAlloc  uint64  `json:"heapAlloc"`
-	HeapSys    uint64  `json:"heapSys"`
-	Sys        uint64  `json:"sys"`
-	NumGC      uint32  `json:"numGC"`
-	ReadySecs  float64 `json:"readySeconds"`
-	GoVersion  string  `json:"goVersion"`
-	GOMAXPROCS int     `json:"gomaxprocs"`
-	GOGC       string  `json:"gogc"`
-	GOMEMLIMIT string  `json:"gomemlimit"`
+	Phase     string  `json:"phase"`
+	Objects   int     `json:"objects"` // objects in the cache; -1 if the child cannot see it (bridge)
+	VmRSSKiB  int64   `json:"vmRSSKiB"`
+	VmHWMKiB  int64   `json:"vmHWMKiB"`
+	FreedRSS  int64   `json:"rssAfterFreeOSMemoryKiB"`
+	HeapInuse uint64  `json:"heapInuse"`
+	HeapAlloc uint64  `json:"heapAlloc"`
+	HeapSys   uint64  `json:"heapSys"`
+	Sys       uint64  `json:"sys"`
+	NumGC     uint32  `json:"numGC"`
+	ReadySecs float64 `json:"readySeconds"`
+	// SnapshotSecs is the bridge's start-up snapshot, begin marker to the
+	// end marker's acknowledgement (kubebridge_snapshot_duration_seconds);
+	// 0 for an informer.
+	SnapshotSecs float64 `json:"snapshotSeconds"`
+	GoVersion    string  `json:"goVersion"`
+	GOMAXPROCS   int     `json:"gomaxprocs"`
+	GOGC         string  `json:"gogc"`
+	GOMEMLIMIT   string  `json:"gomemlimit"`
 	// Sampled every 200ms since the child started, so they can miss a
 	// short peak; VmHWM cannot.
 	MaxHeapAlloc uint64 `json:"maxHeapAlloc"`
@@ -772,17 +776,21 @@ func printReport(w io.Writer, b *bench, runs []run, serverVersion string, maxPay
 	}
 	objects := b.objects
 	fmt.Fprintf(w, "\n%d ConfigMaps, %d bytes of data each (4 keys), one namespace; every mode in a fresh child process.\n\n", objects, b.size)
-	fmt.Fprintln(w, "| mode | RSS MiB | peak RSS MiB | RSS after FreeOSMemory MiB | Go heap in-use MiB | Go heap alloc MiB | heap in-use B/object | (heap − baseline) B/object | ready s |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| mode | RSS MiB | peak RSS MiB | RSS after FreeOSMemory MiB | Go heap in-use MiB | Go heap alloc MiB | heap in-use B/object | (heap − baseline) B/object | ready s | start-up snapshot s |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, rn := range runs {
 		r := rn.ready
 		delta := "–"
 		if base != nil && rn.m.name != "baseline" {
 			delta = strconv.FormatInt((int64(r.HeapInuse)-int64(base.HeapInuse))/int64(objects), 10)
 		}
-		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %s | %.1f |\n",
+		snapshot := "–"
+		if r.SnapshotSecs > 0 {
+			snapshot = strconv.FormatFloat(r.SnapshotSecs, 'f', 2, 64)
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %s | %.1f | %s |\n",
 			rn.m.label, kib(r.VmRSSKiB), kib(r.VmHWMKiB), kib(r.FreedRSS), mib(r.HeapInuse), mib(r.HeapAlloc),
-			r.HeapInuse/uint64(objects), delta, r.ReadySecs)
+			r.HeapInuse/uint64(objects), delta, r.ReadySecs, snapshot)
 	}
 	if b.churn.updates > 0 {
 		printChurnReport(w, b, runs)
@@ -1044,6 +1052,29 @@ func (p *peaks) fill(r *result) {
 	r.MaxHeapAlloc, r.MaxHeapInuse, r.MaxLiveHeap, r.MaxPending, r.MaxBufferBytes = p.heapAlloc, p.heapInuse, p.liveHeap, p.pending, p.bufferedBytes
 }
 
+// scrapeSnapshotSeconds reads the total of the bridge's snapshot
+// durations from its /metrics: at the ready measurement, the start-up
+// snapshot's. 0 if it cannot.
+func scrapeSnapshotSeconds(url string) float64 {
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var total float64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !strings.HasPrefix(name, "kubebridge_snapshot_duration_seconds_sum") {
+			continue
+		}
+		if f, err := strconv.ParseFloat(value, 64); err == nil {
+			total += f
+		}
+	}
+	return total
+}
+
 // scrapeGauges reads kubebridge_pending_objects and
 // kubebridge_publish_buffer_bytes from the bridge's /metrics.
 func scrapeGauges(client *http.Client, url string) (pending, buffered int64) {
@@ -1242,6 +1273,9 @@ func child(args []string) error {
 		runtime.ReadMemStats(&ms)
 		r.HeapInuse, r.HeapAlloc, r.HeapSys, r.Sys, r.NumGC = ms.HeapInuse, ms.HeapAlloc, ms.HeapSys, ms.Sys, ms.NumGC
 		pk.fill(&r)
+		if u := pk.metricsURL.Load(); u != nil {
+			r.SnapshotSecs = scrapeSnapshotSeconds(*u)
+		}
 		debug.FreeOSMemory()
 		r.FreedRSS, _ = procStatus()
 		r.CPUStartSecs, r.CPUEndSecs = cpuStart, cpuSeconds()
