@@ -1056,22 +1056,12 @@ func (p *peaks) fill(r *result) {
 // durations from its /metrics: at the ready measurement, the start-up
 // snapshot's. 0 if it cannot.
 func scrapeSnapshotSeconds(url string) float64 {
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
 	var total float64
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok || !strings.HasPrefix(name, "kubebridge_snapshot_duration_seconds_sum") {
-			continue
+	scrapeMetrics(&http.Client{Timeout: 5 * time.Second}, url, func(name string, v float64) {
+		if strings.HasPrefix(name, "kubebridge_snapshot_duration_seconds_sum") {
+			total += v
 		}
-		if f, err := strconv.ParseFloat(value, 64); err == nil {
-			total += f
-		}
-	}
+	})
 	return total
 }
 
@@ -1079,6 +1069,20 @@ func scrapeSnapshotSeconds(url string) float64 {
 // kubebridge_publish_buffer_bytes from the bridge's /metrics.
 func scrapeGauges(client *http.Client, url string) (pending, buffered int64) {
 	pending, buffered = -1, -1
+	scrapeMetrics(client, url, func(name string, v float64) {
+		switch name {
+		case "kubebridge_pending_objects":
+			pending = int64(v)
+		case "kubebridge_publish_buffer_bytes":
+			buffered = int64(v)
+		}
+	})
+	return
+}
+
+// scrapeMetrics calls fn with every sample's name (labels included) and
+// value in the text exposition at url; nothing if it cannot be read.
+func scrapeMetrics(client *http.Client, url string, fn func(name string, v float64)) {
 	resp, err := client.Get(url)
 	if err != nil {
 		return
@@ -1090,18 +1094,10 @@ func scrapeGauges(client *http.Client, url string) (pending, buffered int64) {
 		if !ok {
 			continue
 		}
-		f, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			continue
-		}
-		switch name {
-		case "kubebridge_pending_objects":
-			pending = int64(f)
-		case "kubebridge_publish_buffer_bytes":
-			buffered = int64(f)
+		if f, err := strconv.ParseFloat(value, 64); err == nil {
+			fn(name, f)
 		}
 	}
-	return
 }
 
 func child(args []string) error {
