@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	kinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/kubebridge/kubebridge/internal/bridge"
+	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/pkg/informers"
+	"github.com/kubebridge/kubebridge/pkg/sink"
+)
+
+func child(args []string) error {
+	if len(args) < 1 {
+		return errors.New("usage: child <mode> -kubeconfig PATH -nats URL")
+	}
+	name := args[0]
+	fs := flag.NewFlagSet("child", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig")
+	natsURL := fs.String("nats", "", "NATS URL")
+	stream := fs.String("stream", "", "stream of a bridge mode")
+	budget := fs.String("budget", "", "BRIDGE_PUBLISH_BUFFER_BYTES of a bridge mode; empty is the default")
+	settle := fs.Duration("settle", 2*time.Second, "sleep after runtime.GC() before measuring")
+	churnCPUProfile := fs.String("churn-cpuprofile", "", "with -wait, write a CPU profile of the churn here")
+	readyCPUProfile := fs.String("ready-cpuprofile", "", "write a CPU profile from the start to ready here")
+	heapProfile := fs.String("heapprofile", "", "write a heap profile here after the last measurement, and one at the peak of the live heap next to it (-peak.pprof)")
+	noGzip := fs.Bool("no-gzip", false, "set rest.Config.DisableCompression")
+	wait := fs.Bool("wait", false, `after the first measurement, wait for "measure N" on stdin, then for N informer events, and measure again`)
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+
+	rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	rc.QPS, rc.Burst = 50, 100
+	rc.DisableCompression = *noGzip
+	rc.UserAgent = "kubebridge-bench-versus/" + name
+	kube, err := bridge.KubeFromREST(rc)
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx = klog.NewContext(ctx, klog.Background().WithName(name))
+	var pk peaks
+	if *heapProfile != "" {
+		pk.peakProfile = strings.TrimSuffix(*heapProfile, ".pprof") + "-peak.pprof"
+	}
+	go pk.run(ctx)
+
+	transform := informers.TransformOptions{StripManagedFields: true, StripLastApplied: true}.Transform()
+	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+	stopReadyProfile, err := startCPUProfile(*readyCPUProfile)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	objects := -1
+	var stopBridge func() error
+	// events counts notifications after the initial list, with -wait
+	// only: a handler would change what the plain informer rows measure.
+	var events atomic.Int64
+	counter := cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(_ interface{}, isInInitialList bool) {
+			if !isInInitialList {
+				events.Add(1)
+			}
+		},
+		UpdateFunc: func(_, _ interface{}) { events.Add(1) },
+		DeleteFunc: func(interface{}) { events.Add(1) },
+	}
+
+	switch name {
+	case "baseline":
+		objects = -1
+	case "typed", "typed-transform":
+		opts := []kinformers.SharedInformerOption{kinformers.WithNamespace(benchNamespace)}
+		if name == "typed-transform" {
+			opts = append(opts, kinformers.WithTransform(transform))
+		}
+		f := kinformers.NewSharedInformerFactoryWithOptions(kube.Clients.Typed, 0, opts...)
+		inf := f.Core().V1().ConfigMaps().Informer()
+		var err error
+		if objects, err = startInformer(ctx, f.Start, inf, counter, *wait); err != nil {
+			return err
+		}
+		defer runtime.KeepAlive(inf)
+	case "dynamic", "dynamic-transform":
+		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(kube.Clients.Dynamic, 0, benchNamespace, nil)
+		inf := f.ForResource(gvr).Informer()
+		if name == "dynamic-transform" {
+			if err := inf.SetTransform(transform); err != nil {
+				return err
+			}
+		}
+		var err error
+		if objects, err = startInformer(ctx, f.Start, inf, counter, *wait); err != nil {
+			return err
+		}
+		defer runtime.KeepAlive(inf)
+	case "bridge-typed", "bridge-dynamic":
+		if name == "bridge-dynamic" {
+			// Without a typed client NewSource falls back to the dynamic informer.
+			kube = bridge.Kube{Clients: informers.Clients{Typed: nil, Dynamic: kube.Clients.Dynamic}, Discovery: kube.Discovery}
+		}
+		env := map[string]string{
+			"BRIDGE_RESOURCES":      "configmaps",
+			"BRIDGE_NAMESPACES":     benchNamespace,
+			"BRIDGE_CLUSTER_NAME":   "bench",
+			"NATS_URL":              *natsURL,
+			"BRIDGE_RESYNC_PERIOD":  "0",
+			"BRIDGE_STREAM_NAME":    *stream,
+			"BRIDGE_SUBJECT_PREFIX": "versus." + strings.ToLower(token(strings.TrimPrefix(*stream, "VERSUS_"))),
+			// A port of its own, so runs never collide; /metrics is sampled.
+			"BRIDGE_HTTP_ADDR": "127.0.0.1:0",
+		}
+		if *budget != "" {
+			env["BRIDGE_PUBLISH_BUFFER_BYTES"] = *budget
+		}
+		// Any other BRIDGE_* setting comes from the environment, to try
+		// one (BRIDGE_PUBLISH_WINDOW=2048 go run ./hack/bench/versus ...);
+		// the benchmark's own settings above win.
+		for _, kv := range os.Environ() {
+			if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "BRIDGE_") {
+				if _, set := env[k]; !set {
+					env[k] = v
+				}
+			}
+		}
+		cfg, err := config.Load(ctx, envconfig.MapLookuper(env))
+		if err != nil {
+			return err
+		}
+		nc, err := sink.Connect(ctx, *natsURL)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		serveCtx, stopServe := context.WithCancel(ctx)
+		ready := make(chan struct{})
+		done := make(chan error, 1)
+		listening := func(a net.Addr) {
+			u := "http://" + a.String() + "/metrics"
+			pk.metricsURL.Store(&u)
+		}
+		go func() {
+			done <- bridge.Serve(serveCtx, cfg, kube, nc, bridge.WithReady(func() { close(ready) }), bridge.WithListening(listening))
+		}()
+		select {
+		case <-ready:
+		case err := <-done:
+			stopServe()
+			return fmt.Errorf("bridge stopped before it was ready: %v", err)
+		case <-time.After(10 * time.Minute):
+			stopServe()
+			return errors.New("bridge not ready after 10m")
+		}
+		stopBridge = func() error {
+			stopServe()
+			select {
+			case err := <-done:
+				return err
+			case <-time.After(30 * time.Second):
+				return errors.New("bridge did not stop within 30s")
+			}
+		}
+	default:
+		return fmt.Errorf("unknown mode %q", name)
+	}
+	ready := time.Since(start)
+	if err := stopReadyProfile(); err != nil {
+		return err
+	}
+
+	measure := func(phase string) error {
+		cpuStart := cpuSeconds()
+		runtime.GC()
+		runtime.GC()
+		time.Sleep(*settle)
+		r := result{Mode: name, Phase: phase, Objects: objects, ReadySecs: ready.Seconds(), GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+			GOGC: os.Getenv("GOGC"), GOMEMLIMIT: os.Getenv("GOMEMLIMIT"), Events: events.Load()}
+		r.VmRSSKiB, r.VmHWMKiB = procStatus()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		r.HeapInuse, r.HeapAlloc, r.HeapSys, r.Sys, r.NumGC = ms.HeapInuse, ms.HeapAlloc, ms.HeapSys, ms.Sys, ms.NumGC
+		pk.fill(&r)
+		if u := pk.metricsURL.Load(); u != nil {
+			r.SnapshotSecs = scrapeSnapshotSeconds(*u)
+		}
+		debug.FreeOSMemory()
+		r.FreedRSS, _ = procStatus()
+		r.CPUStartSecs, r.CPUEndSecs = cpuStart, cpuSeconds()
+		line, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		fmt.Println(string(line))
+		return nil
+	}
+	if err := measure("ready"); err != nil {
+		return err
+	}
+	if *wait {
+		stopProfile, err := startCPUProfile(*churnCPUProfile)
+		if err != nil {
+			return err
+		}
+		if err := awaitChurn(ctx, objects >= 0, &events); err != nil {
+			return err
+		}
+		if err := stopProfile(); err != nil {
+			return err
+		}
+		if err := measure("churn"); err != nil {
+			return err
+		}
+	}
+	if *heapProfile != "" {
+		if err := writeHeapProfile(*heapProfile); err != nil {
+			return err
+		}
+	}
+	if stopBridge != nil {
+		return stopBridge()
+	}
+	return nil
+}
+
+// awaitChurn reads "measure N" from the parent and, for an informer mode,
+// waits until the informer delivered N events.
+func awaitChurn(ctx context.Context, informer bool, events *atomic.Int64) error {
+	in := bufio.NewScanner(os.Stdin)
+	if !in.Scan() {
+		return errors.New("parent closed stdin before the churn was done")
+	}
+	var want int64
+	if _, err := fmt.Sscanf(in.Text(), "measure %d", &want); err != nil {
+		return fmt.Errorf("parent said %q: %w", in.Text(), err)
+	}
+	if !informer {
+		return nil
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for events.Load() < want {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("informer delivered %d events after 5m, want %d", events.Load(), want)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// startInformer starts an informer's factory, counting the informer's
+// events when wait is set, and returns how many objects it holds once
+// synced.
+func startInformer(ctx context.Context, start func(<-chan struct{}), inf cache.SharedIndexInformer, counter cache.ResourceEventHandler, wait bool) (int, error) {
+	if wait {
+		if _, err := inf.AddEventHandler(counter); err != nil {
+			return 0, err
+		}
+	}
+	start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return 0, errors.New("cache did not sync")
+	}
+	return len(inf.GetStore().ListKeys()), nil
+}

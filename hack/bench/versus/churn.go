@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
+)
+
+// churnMix is how many of each kind of change one churn makes. Creates
+// come first, then updates, then deletes, which remove the objects the
+// creates made: every mode starts its churn on the same objects.
+type churnMix struct {
+	creates, updates, deletes int
+}
+
+// parseChurnMix splits total changes evenly over the kinds listed in
+// kinds (a comma-separated subset of create,update,delete); the remainder
+// goes to the first kind listed that is not delete, so there are never
+// more deletes than creates.
+func parseChurnMix(kinds string, total int) (churnMix, error) {
+	var m churnMix
+	var counts []*int
+	for _, k := range strings.Split(kinds, ",") {
+		var c *int
+		switch strings.TrimSpace(k) {
+		case "create":
+			c = &m.creates
+		case "update":
+			c = &m.updates
+		case "delete":
+			c = &m.deletes
+		default:
+			return m, fmt.Errorf("-churn-mix: unknown kind %q (want create, update or delete)", k)
+		}
+		if slices.Contains(counts, c) {
+			return m, fmt.Errorf("-churn-mix: %q listed twice", k)
+		}
+		counts = append(counts, c)
+	}
+	if slices.Contains(counts, &m.deletes) && !slices.Contains(counts, &m.creates) {
+		return m, errors.New("-churn-mix: delete removes what create made, so it needs create")
+	}
+	for _, c := range counts {
+		*c = total / len(counts)
+	}
+	for _, c := range counts {
+		if c != &m.deletes {
+			*c += total % len(counts)
+			break
+		}
+	}
+	return m, nil
+}
+
+// total is the number of changes, and of events the informer delivers.
+func (m churnMix) total() int { return m.creates + m.updates + m.deletes }
+
+func (m churnMix) String() string {
+	return fmt.Sprintf("%d creates, %d updates and %d deletes", m.creates, m.updates, m.deletes)
+}
+
+type churnStats struct {
+	Changes  int
+	Duration time.Duration
+	// Outage is how long NATS was actually down.
+	Outage time.Duration
+}
+
+// runChurn makes b.churn.mix's changes at b.churn.rate: creates of new
+// ConfigMaps of -size bytes, updates of the preloaded ones round robin,
+// each rewriting one of the four keys with new random data so the object
+// keeps its size, and deletes of the created ones. With an outage configured, NATS is stopped during
+// the churn. It returns once every update is done and NATS is up again.
+func (b *bench) runChurn(ctx context.Context, seq int) (churnStats, error) {
+	c := b.churn
+	st := churnStats{Changes: c.mix.total()}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	var outageErr error
+	outageDone := make(chan struct{})
+	go func() {
+		defer close(outageDone)
+		if c.outage <= 0 {
+			return
+		}
+		select {
+		case <-time.After(c.outageAfter):
+		case <-ctx.Done():
+			return
+		}
+		down := time.Now()
+		fmt.Fprintf(os.Stderr, "churn: stopping NATS for %v\n", c.outage)
+		b.env.StopNATS()
+		select {
+		case <-time.After(c.outage):
+		case <-ctx.Done():
+		}
+		outageErr = b.env.StartNATS()
+		st.Outage = time.Since(down)
+		fmt.Fprintf(os.Stderr, "churn: NATS started again after %v\n", st.Outage.Round(time.Millisecond))
+	}()
+
+	jobs := make(chan int)
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	for range c.workers {
+		wg.Go(func() {
+			for k := range jobs {
+				if err := b.change(ctx, k, seq); err != nil {
+					failed.CompareAndSwap(nil, &err)
+					cancel()
+				}
+			}
+		})
+	}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / c.rate))
+	for k := 0; k < c.mix.total() && ctx.Err() == nil; k++ {
+		select {
+		case jobs <- k:
+		case <-ctx.Done():
+		}
+		if (k+1)%100 == 0 {
+			fmt.Fprintf(os.Stderr, "churn: %d/%d changes sent in %v\n", k+1, c.mix.total(), time.Since(start).Round(time.Millisecond))
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+		}
+	}
+	tick.Stop()
+	close(jobs)
+	wg.Wait()
+	st.Duration = time.Since(start)
+	<-outageDone
+	if p := failed.Load(); p != nil {
+		return st, fmt.Errorf("churn: %w", *p)
+	}
+	if outageErr != nil {
+		return st, outageErr
+	}
+	return st, ctx.Err()
+}
+
+// change makes the churn's change k: a create, an update or a delete, in
+// that order.
+func (b *bench) change(ctx context.Context, k, seq int) error {
+	m := b.churn.mix
+	switch {
+	case k < m.creates:
+		return createOne(ctx, b.cs, churnObjectName(seq, k), uint64(seq)<<32|uint64(k), b.size)
+	case k < m.creates+m.updates:
+		return b.updateOne(ctx, k-m.creates, seq)
+	default:
+		name := churnObjectName(seq, k-m.creates-m.updates)
+		return benchkit.Retry(ctx, func() error {
+			err := b.cs.CoreV1().ConfigMaps(benchNamespace).Delete(ctx, name, metav1.DeleteOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil // a retry after a delete whose response was lost
+			}
+			return err
+		})
+	}
+}
+
+// churnObjectName names the j-th object run seq's churn creates.
+func churnObjectName(seq, j int) string { return fmt.Sprintf("churn-%02d-%06d", seq, j) }
+
+// updateOne rewrites one data key of ConfigMap k mod objects with a merge
+// patch: the object keeps its size, and the patch is a quarter of it.
+func (b *bench) updateOne(ctx context.Context, k, seq int) error {
+	i := k % b.objects
+	rng := rand.New(rand.NewPCG(uint64(k), uint64(seq)<<32|0x6368))
+	body, err := json.Marshal(map[string]any{"data": map[string]string{"key-" + strconv.Itoa(k/b.objects%4): randomData(rng, b.size/4)}})
+	if err != nil {
+		return err
+	}
+	return benchkit.Retry(ctx, func() error {
+		_, err := b.cs.CoreV1().ConfigMaps(benchNamespace).Patch(ctx, objectName(i), types.MergePatchType, body, metav1.PatchOptions{})
+		return err
+	})
+}
+
+// streamCount is what the stream holds, read from the messages' headers.

@@ -1,0 +1,210 @@
+// Command versus measures what the bridge costs against the floor it runs
+// on, a bare client-go informer, on the same objects and the same churn:
+// CPU per 1,000 events, RSS after start, peak RSS, and the bridge's start-up
+// snapshot, each as a ratio to the typed informer measured in the same run.
+// Other modes (the dynamic informer, the transform, the bridge on the
+// dynamic path) show where memory goes. Results are recorded in
+// docs/performance.md and docs/memory.md.
+//
+// The parent process starts a real etcd + kube-apiserver + NATS (see
+// internal/testenv), creates the ConfigMaps, and then re-executes itself
+// once per mode ("versus child <mode> ...") so that every resident set size
+// and CPU time is measured in a fresh process. Each child reports one JSON
+// line on stdout per measurement; the parent prints markdown tables, the
+// last of them the comparison with the floor. Issue 17's run:
+//
+//	KUBEBRIDGE_KUBE_BINS=$(bash hack/build-kube-bins.sh) go run ./hack/bench/versus -objects 20000 \
+//		-modes typed,bridge-typed -churn 9000 -churn-mix create,update,delete -churn-rate 1500
+//
+// Flags: -objects (20000), -size (2048 bytes of data per ConfigMap),
+// -modes (a comma-separated subset; a bridge mode takes a publish buffer
+// as a suffix, e.g. bridge-typed@8Mi for BRIDGE_PUBLISH_BUFFER_BYTES=8Mi),
+// -settle (2s, the pause between runtime.GC() and the measurement),
+// -heapprofile DIR (write each child's heap profile, after the last
+// measurement and at the peak of its live heap, for `go tool pprof
+// -sample_index=inuse_space`), -cpuprofile DIR (each child's CPU profile
+// of its start and of its churn), -child-gomemlimit (GOMEMLIMIT of every
+// child, as the deployment sets it to the pod's memory limit). Any other
+// BRIDGE_* variable in the environment reaches the bridge modes.
+//
+// With -churn N, once a child is ready (cache synced; for the bridge, the
+// start-up snapshot stored) the parent makes N changes at -churn-rate per
+// second: -churn-mix lists their kinds, made in equal parts in the order
+// create, update, delete. A create adds a ConfigMap of -size bytes, an
+// update rewrites one of the four data keys of a preloaded ConfigMap (round
+// robin), so every update event carries an old and a new object of -size
+// bytes, and a delete removes an object the creates made, so every mode
+// starts on the same objects. With -nats-outage D the NATS server is
+// stopped for D, -outage-after into the churn. The child measures again
+// once it has seen every event (for the bridge: once the stream holds them
+// all). -nats-max-payload raises the NATS server's max_payload (default
+// 1 MiB), so large update events are stored whole instead of truncated.
+// The large-object run in docs/memory.md:
+//
+//	go run ./hack/bench/versus -objects 300 -size 500000 -modes typed,bridge-typed,bridge-typed@8Mi \
+//		-churn 600 -churn-rate 10 -nats-outage 10s -outage-after 10s -nats-max-payload 4194304 \
+//		-child-gomemlimit 256MiB
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubebridge/kubebridge/internal/testenv"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "child" {
+		if err := child(os.Args[2:]); err != nil {
+			fmt.Fprintf(os.Stderr, "child: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := parent(); err != nil {
+		fmt.Fprintf(os.Stderr, "versus: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// bench is what every child run needs from the parent.
+type bench struct {
+	env        *testenv.Env
+	cs         kubernetes.Interface
+	self       string
+	kubeconfig string
+	objects    int
+	size       int
+	settle     time.Duration
+	profiles   string
+	// cpuProfiles is -cpuprofile's directory.
+	cpuProfiles string
+	memLimit    string
+	churn       churnOptions
+}
+
+type churnOptions struct {
+	mix         churnMix
+	rate        float64
+	workers     int
+	outage      time.Duration
+	outageAfter time.Duration
+}
+
+func parent() error {
+	objects := flag.Int("objects", 20000, "number of ConfigMaps to create and cache")
+	size := flag.Int("size", 2048, "bytes of data per ConfigMap (split over 4 keys)")
+	only := flag.String("modes", "", "comma-separated modes to run (default all: "+modeNames()+"); bridge modes take a publish buffer suffix, e.g. bridge-typed@8Mi")
+	workers := flag.Int("workers", 16, "goroutines creating ConfigMaps")
+	settle := flag.Duration("settle", 2*time.Second, "how long each child sleeps after runtime.GC() before measuring")
+	profiles := flag.String("heapprofile", "", "if set, a directory where each child writes <mode>.pprof (heap, after the last measurement) and <mode>-peak.pprof (at the peak of its live heap)")
+	cpuProfiles := flag.String("cpuprofile", "", "a directory where each child writes <mode>-ready-cpu.pprof, a CPU profile from its start to ready (the cache sync; for the bridge, the start-up snapshot stored), and with -churn <mode>-churn-cpu.pprof, one of the churn, from the end of its ready measurement to the last update seen")
+	memLimit := flag.String("child-gomemlimit", "", "GOMEMLIMIT of every child, e.g. 256MiB (the deployment sets the pod's memory limit); empty leaves it unset")
+	churn := flag.Int("churn", 0, "after each child is ready, make this many changes (see -churn-mix) and measure again")
+	mixKinds := flag.String("churn-mix", "update", "the kinds of change -churn makes, a comma-separated subset of create,update,delete, made in equal parts and in that order (delete removes what create made, so every mode starts on the same objects)")
+	churnRate := flag.Float64("churn-rate", 10, "changes per second during -churn")
+	churnWorkers := flag.Int("churn-workers", 4, "goroutines sending the -churn changes")
+	outage := flag.Duration("nats-outage", 0, "during -churn, stop the NATS server for this long")
+	outageAfter := flag.Duration("outage-after", 2*time.Second, "how far into -churn the NATS outage starts")
+	maxPayload := flag.Int("nats-max-payload", 0, "NATS server max_payload in bytes; 0 keeps the server's default (1 MiB)")
+	flag.Parse()
+	if *objects < 1 || *size < 4 {
+		return errors.New("-objects must be >= 1 and -size >= 4")
+	}
+	if *churn < 0 || *churnRate <= 0 || *churnWorkers < 1 {
+		return errors.New("-churn must be >= 0, -churn-rate > 0 and -churn-workers >= 1")
+	}
+	mix, err := parseChurnMix(*mixKinds, *churn)
+	if err != nil {
+		return err
+	}
+	if *outage > 0 && *churn == 0 {
+		return errors.New("-nats-outage needs -churn")
+	}
+	selected, err := selectModes(*only)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	opts := testenv.Options{
+		StartTimeout: 3 * time.Minute,
+		// Large objects and churn write gigabytes of revisions between the
+		// apiserver's compactions; etcd's default 2 GiB quota would stop
+		// the run.
+		EtcdFlags: []string{"--quota-backend-bytes=" + strconv.Itoa(8<<30)},
+	}
+	if *maxPayload > 0 {
+		opts.NATS = func(o *server.Options) { o.MaxPayload = int32(*maxPayload) }
+	}
+	start := time.Now()
+	env, err := testenv.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	fmt.Fprintf(os.Stderr, "environment up in %v: kube-apiserver %s, nats %s (max_payload %d)\n",
+		time.Since(start).Round(time.Millisecond), env.APIServerURL(), env.NATSURL(), natsMaxPayload(env))
+
+	rc := env.RESTConfig()
+	rc.QPS, rc.Burst = 500, 1000
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	serverVersion := "unknown"
+	if v, err := cs.Discovery().ServerVersion(); err == nil {
+		serverVersion = v.GitVersion
+	}
+	if err := createObjects(ctx, cs, *objects, *size, *workers); err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(env.Dir(), "bench-kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+
+	b := &bench{env: env, cs: cs, self: self, kubeconfig: kubeconfig, objects: *objects, size: *size, settle: *settle, profiles: *profiles, cpuProfiles: *cpuProfiles,
+		memLimit: *memLimit, churn: churnOptions{mix: mix, rate: *churnRate, workers: *churnWorkers, outage: *outage, outageAfter: *outageAfter}}
+	var runs []run
+	for i, m := range selected {
+		r, err := b.runChild(ctx, m, i)
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.id(), err)
+		}
+		runs = append(runs, r)
+	}
+
+	printReport(os.Stdout, b, runs, serverVersion, natsMaxPayload(env))
+	return nil
+}
+
+// natsMaxPayload is the max_payload the NATS server announces to clients.
+func natsMaxPayload(env *testenv.Env) int {
+	nc, err := nats.Connect(env.NATSURL())
+	if err != nil {
+		return -1
+	}
+	defer nc.Close()
+	return int(nc.MaxPayload())
+}

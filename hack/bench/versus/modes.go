@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+const benchNamespace = "bench-versus"
+
+// mode is one way of caching the ConfigMaps, run in its own child process.
+type mode struct {
+	name  string
+	label string
+	// budget is the bridge's BRIDGE_PUBLISH_BUFFER_BYTES; empty is the
+	// default.
+	budget string
+	// noGzip sets rest.Config.DisableCompression: the apiserver's
+	// responses are not gzipped (client-go asks for gzip by default).
+	noGzip bool
+}
+
+var modes = []mode{
+	{name: "baseline", label: "baseline: clients only, no informer"},
+	{name: "typed", label: "typed informer (protobuf)"},
+	{name: "typed-transform", label: "typed informer + transform"},
+	{name: "dynamic", label: "dynamic informer (unstructured, JSON)"},
+	{name: "dynamic-transform", label: "dynamic informer + transform"},
+	{name: "bridge-typed", label: "bridge, typed path"},
+	{name: "bridge-dynamic", label: "bridge, dynamic path"},
+}
+
+// id names a mode run: its name, with the budget if one is set.
+func (m mode) id() string {
+	id := m.name
+	if m.budget != "" {
+		id += "@" + m.budget
+	}
+	if m.noGzip {
+		id += "+nogzip"
+	}
+	return id
+}
+
+func (m mode) isBridge() bool { return strings.HasPrefix(m.name, "bridge-") }
+
+func modeNames() string {
+	var n []string
+	for _, m := range modes {
+		n = append(n, m.name)
+	}
+	return strings.Join(n, ",")
+}
+
+func selectModes(only string) ([]mode, error) {
+	if only == "" {
+		return modes, nil
+	}
+	var out []mode
+	for _, name := range strings.Split(only, ",") {
+		name, noGzip := strings.CutSuffix(strings.TrimSpace(name), "+nogzip")
+		name, budget, _ := strings.Cut(name, "@")
+		found := false
+		for _, m := range modes {
+			if m.name == name {
+				if budget != "" {
+					if !m.isBridge() {
+						return nil, fmt.Errorf("mode %q: only bridge modes take a @budget", name)
+					}
+					m.budget = budget
+					m.label += ", publish buffer " + budget
+				}
+				if noGzip {
+					m.noGzip = true
+					m.label += ", no gzip"
+				}
+				out = append(out, m)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown mode %q (known: %s)", name, modeNames())
+		}
+	}
+	return out, nil
+}
+
+// createObjects creates the namespace and n ConfigMaps of about size bytes
+// of data each, with several goroutines.
+// "_" and "-".
+func streamName(m mode) string { return "VERSUS_" + strings.ToUpper(token(m.id())) }
+
+// token maps a mode run's id to letters, digits and "_", valid in stream
+// names and subject tokens alike.
+func token(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, s)
+}

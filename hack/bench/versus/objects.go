@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
+)
+
+func createObjects(ctx context.Context, cs kubernetes.Interface, n, size, workers int) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	start := time.Now()
+	err := benchkit.Parallel(ctx, n, workers, func(ctx context.Context, i int) error { return createOne(ctx, cs, objectName(i), uint64(i), size) }, func(d int) {
+		if d%2000 == 0 || d == n {
+			el := time.Since(start)
+			fmt.Fprintf(os.Stderr, "created %d/%d ConfigMaps in %v (%.0f/s)\n", d, n, el.Round(time.Millisecond), float64(d)/el.Seconds())
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("create ConfigMaps: %w", err)
+	}
+	return nil
+}
+
+const dataAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/"
+
+// randomData is n random characters that need no escaping in JSON.
+func randomData(rng *rand.Rand, n int) string {
+	b := make([]byte, n)
+	for j := range b {
+		b[j] = dataAlphabet[rng.IntN(len(dataAlphabet))]
+	}
+	return string(b)
+}
+
+// createOne creates ConfigMap name with size bytes of data from seed.
+func createOne(ctx context.Context, cs kubernetes.Interface, name string, seed uint64, size int) error {
+	rng := rand.New(rand.NewPCG(seed, 0x6b75626562726964))
+	const keys = 4
+	data := make(map[string]string, keys)
+	for k := range keys {
+		data["key-"+strconv.Itoa(k)] = randomData(rng, size/keys)
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace, Labels: map[string]string{"app": "bench-versus"}},
+		Data:       data,
+	}
+	return benchkit.Retry(ctx, func() error {
+		_, err := cs.CoreV1().ConfigMaps(benchNamespace).Create(ctx, cm, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+func objectName(i int) string { return fmt.Sprintf("cm-%06d", i) }

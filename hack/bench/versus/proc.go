@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// startCPUProfile starts a CPU profile written to path (none when empty)
+// and returns what stops it.
+func startCPUProfile(path string) (func() error, error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
+}
+
+// cpuSeconds is the CPU time, user and system, this process has used.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// peaks samples the child's memory, and the bridge's intake and publish
+// buffer gauges, every 200ms.
+type peaks struct {
+	mu                     sync.Mutex
+	heapAlloc, heapInuse   uint64
+	liveHeap               uint64
+	pending, bufferedBytes int64
+	metricsURL             atomic.Pointer[string]
+	// peakProfile, if set, is rewritten with a heap profile whenever the
+	// live heap grows by 5 % over the last one written: the profile of the
+	// peak, which the profile at the end cannot show.
+	peakProfile string
+	profiled    uint64
+}
+
+func (p *peaks) run(ctx context.Context) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	client := &http.Client{Timeout: time.Second}
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	for {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		metrics.Read(live)
+		var pending, buffered int64 = -1, -1
+		if u := p.metricsURL.Load(); u != nil {
+			pending, buffered = scrapeGauges(client, *u)
+		}
+		p.mu.Lock()
+		p.heapAlloc = max(p.heapAlloc, ms.HeapAlloc)
+		p.heapInuse = max(p.heapInuse, ms.HeapInuse)
+		var grown bool
+		if live[0].Value.Kind() == metrics.KindUint64 {
+			v := live[0].Value.Uint64()
+			p.liveHeap = max(p.liveHeap, v)
+			if grown = p.peakProfile != "" && v > p.profiled+p.profiled/20; grown {
+				p.profiled = v
+			}
+		}
+		p.pending = max(p.pending, pending)
+		p.bufferedBytes = max(p.bufferedBytes, buffered)
+		p.mu.Unlock()
+		if grown {
+			// A heap profile shows the heap as of the last GC, as the
+			// live heap metric does.
+			if err := writeHeapProfile(p.peakProfile); err != nil {
+				fmt.Fprintf(os.Stderr, "child: peak heap profile: %v\n", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (p *peaks) fill(r *result) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r.MaxHeapAlloc, r.MaxHeapInuse, r.MaxLiveHeap, r.MaxPending, r.MaxBufferBytes = p.heapAlloc, p.heapInuse, p.liveHeap, p.pending, p.bufferedBytes
+}
+
+// scrapeSnapshotSeconds reads the total of the bridge's snapshot
+// durations from its /metrics: at the ready measurement, the start-up
+// snapshot's. 0 if it cannot.
+func scrapeSnapshotSeconds(url string) float64 {
+	var total float64
+	scrapeMetrics(&http.Client{Timeout: 5 * time.Second}, url, func(name string, v float64) {
+		if strings.HasPrefix(name, "kubebridge_snapshot_duration_seconds_sum") {
+			total += v
+		}
+	})
+	return total
+}
+
+// scrapeGauges reads kubebridge_pending_objects and
+// kubebridge_publish_buffer_bytes from the bridge's /metrics.
+func scrapeGauges(client *http.Client, url string) (pending, buffered int64) {
+	pending, buffered = -1, -1
+	scrapeMetrics(client, url, func(name string, v float64) {
+		switch name {
+		case "kubebridge_pending_objects":
+			pending = int64(v)
+		case "kubebridge_publish_buffer_bytes":
+			buffered = int64(v)
+		}
+	})
+	return
+}
+
+// scrapeMetrics calls fn with every sample's name (labels included) and
+// value in the text exposition at url; nothing if it cannot be read.
+func scrapeMetrics(client *http.Client, url string, fn func(name string, v float64)) {
+	resp, err := client.Get(url)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		if f, err := strconv.ParseFloat(value, 64); err == nil {
+			fn(name, f)
+		}
+	}
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// procStatus returns VmRSS and VmHWM (peak RSS) in KiB.
+func procStatus() (rss, hwm int64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1, -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "VmRSS":
+			rss = n
+		case "VmHWM":
+			hwm = n
+		}
+	}
+	return rss, hwm
+}

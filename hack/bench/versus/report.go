@@ -1,0 +1,239 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
+
+func kib(k int64) float64  { return float64(k) / 1024 }
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+func printReport(w io.Writer, b *bench, runs []run, serverVersion string, maxPayload int) {
+	var base *result
+	for i := range runs {
+		if runs[i].m.name == "baseline" {
+			base = &runs[i].ready
+		}
+	}
+	objects := b.objects
+	fmt.Fprintf(w, "\n%d ConfigMaps, %d bytes of data each (4 keys), one namespace; every mode in a fresh child process.\n\n", objects, b.size)
+	fmt.Fprintln(w, "| mode | RSS MiB | peak RSS MiB | RSS after FreeOSMemory MiB | Go heap in-use MiB | Go heap alloc MiB | heap in-use B/object | (heap − baseline) B/object | ready s | start-up snapshot s |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	for _, rn := range runs {
+		r := rn.ready
+		delta := "–"
+		if base != nil && rn.m.name != "baseline" {
+			delta = strconv.FormatInt((int64(r.HeapInuse)-int64(base.HeapInuse))/int64(objects), 10)
+		}
+		snapshot := "–"
+		if r.SnapshotSecs > 0 {
+			snapshot = strconv.FormatFloat(r.SnapshotSecs, 'f', 2, 64)
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %s | %.1f | %s |\n",
+			rn.m.label, kib(r.VmRSSKiB), kib(r.VmHWMKiB), kib(r.FreedRSS), mib(r.HeapInuse), mib(r.HeapAlloc),
+			r.HeapInuse/uint64(objects), delta, r.ReadySecs, snapshot)
+	}
+	if b.churn.mix.total() > 0 {
+		printChurnReport(w, b, runs)
+		printVersus(w, b, runs)
+	}
+	fmt.Fprintln(w)
+	var goVersion, gogc, memLimit string
+	gmp := 0
+	if len(runs) > 0 {
+		r := runs[0].ready
+		goVersion, gmp, gogc, memLimit = r.GoVersion, r.GOMAXPROCS, r.GOGC, r.GOMEMLIMIT
+	}
+	if gogc == "" {
+		gogc = "unset (100)"
+	}
+	if memLimit == "" {
+		memLimit = "unset"
+	}
+	fmt.Fprintf(w, "Machine: %s %s/%s, GOMAXPROCS=%d (NumCPU %d), GOGC=%s, GOMEMLIMIT=%s, %s, %s RAM, kernel %s\n",
+		goVersion, runtime.GOOS, runtime.GOARCH, gmp, runtime.NumCPU(), gogc, memLimit, cpuModel(), memTotal(), kernel())
+	fmt.Fprintf(w, "kube-apiserver %s, client-go %s, NATS max_payload %d\n", serverVersion, moduleVersion("k8s.io/client-go"), maxPayload)
+}
+
+// printChurnReport prints the peaks over the whole life of each child,
+// against the first informer mode's ("typed" when it ran), and what the
+// stream received.
+func printChurnReport(w io.Writer, b *bench, runs []run) {
+	var ref *run
+	for i := range runs {
+		if runs[i].m.name == "typed" {
+			ref = &runs[i]
+			break
+		}
+	}
+	for i := range runs {
+		if ref == nil && !runs[i].m.isBridge() && runs[i].m.name != "baseline" {
+			ref = &runs[i]
+		}
+	}
+	c := b.churn
+	fmt.Fprintf(w, "\nChurn: %s requested at %.0f/s", c.mix, c.rate)
+	if c.outage > 0 {
+		fmt.Fprintf(w, ", NATS stopped for %v starting %v into the churn", c.outage, c.outageAfter)
+	}
+	fmt.Fprintf(w, ". Peaks are over each child's whole life: cache sync or start-up snapshot, then the churn.\n\n")
+	refLabel := "–"
+	if ref != nil {
+		refLabel = ref.m.label
+	}
+	fmt.Fprintf(w, "| mode | peak RSS after start-up MiB | peak RSS at end MiB | peak ÷ %s | RSS at end MiB | heap in-use at end MiB | max live heap MiB | max sampled heap alloc MiB | max pending objects | max publish buffer MiB | churn s | NATS down s |\n", refLabel)
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	for _, rn := range runs {
+		if rn.churn == nil {
+			continue
+		}
+		r := rn.churn
+		ratio := "–"
+		if ref != nil && ref.churn != nil {
+			ratio = fmt.Sprintf("%.2f", float64(r.VmHWMKiB)/float64(ref.churn.VmHWMKiB))
+		}
+		pending, buffer := "–", "–"
+		if rn.m.isBridge() {
+			pending, buffer = strconv.FormatInt(r.MaxPending, 10), fmt.Sprintf("%.1f", mib(uint64(r.MaxBufferBytes)))
+		}
+		var churnSecs, outage float64
+		if rn.load != nil {
+			churnSecs, outage = rn.load.Duration.Seconds(), rn.load.Outage.Seconds()
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %.1f | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %.1f | %.1f |\n",
+			rn.m.label, kib(rn.ready.VmHWMKiB), kib(r.VmHWMKiB), ratio, kib(r.VmRSSKiB), mib(r.HeapInuse), mib(r.MaxLiveHeap), mib(r.MaxHeapAlloc), pending, buffer, churnSecs, outage)
+	}
+	// CPU is compared with the typed informer run the same way (gzip on
+	// or off), when there is one.
+	fmt.Fprintf(w, "\n| mode | CPU s during the churn | CPU ms per 1,000 events | ÷ %s (same gzip setting) |\n", refLabel)
+	fmt.Fprintln(w, "|---|--:|--:|--:|")
+	perK := func(rn run) float64 { return cpuPerThousand(rn, c.mix) }
+	cpuRef := func(rn run) *run {
+		if r := floorOf(runs, rn); r != nil {
+			return r
+		}
+		return ref
+	}
+	for _, rn := range runs {
+		if rn.churn == nil {
+			continue
+		}
+		ratio := "–"
+		if r := cpuRef(rn); r != nil && r.churn != nil {
+			ratio = fmt.Sprintf("%.2f", perK(rn)/perK(*r))
+		}
+		fmt.Fprintf(w, "| %s | %.2f | %.1f | %s |\n", rn.m.label, rn.churn.CPUStartSecs-rn.ready.CPUEndSecs, perK(rn), ratio)
+	}
+	fmt.Fprintln(w, "\n| mode | stream messages | snapshot begin/items/end | added events (held + rolled up) | updated events | updates they stand for | deleted events | coalesced events | truncated | mean updated event KiB |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	for _, rn := range runs {
+		sc := rn.stream
+		if sc == nil {
+			continue
+		}
+		mean := 0.0
+		if sc.Updated > 0 {
+			mean = float64(sc.UpdatedBytes) / float64(sc.Updated) / 1024
+		}
+		fmt.Fprintf(w, "| %s | %d | %d/%d/%d | %d + %d | %d | %d | %d | %d | %d | %.0f |\n",
+			rn.m.label, sc.Msgs, sc.Begins, sc.Items, sc.Ends, sc.Added, sc.RolledUp, sc.Updated, sc.Changes, sc.Deleted, sc.Coalesced, sc.Truncated, mean)
+	}
+}
+
+// cpuPerThousand is the CPU a mode spent on the churn, in milliseconds per
+// 1,000 events: from the end of its ready measurement to the start of its
+// churn measurement, so the collections a measurement forces are left out.
+func cpuPerThousand(rn run, mix churnMix) float64 {
+	return (rn.churn.CPUStartSecs - rn.ready.CPUEndSecs) * 1000 / float64(mix.total()) * 1000
+}
+
+// floorOf is the typed informer run with rn's gzip setting: the floor a
+// mode is compared with. Nil when there was none.
+func floorOf(runs []run, rn run) *run {
+	for i := range runs {
+		if runs[i].m.name == "typed" && runs[i].m.noGzip == rn.m.noGzip && runs[i].churn != nil {
+			return &runs[i]
+		}
+	}
+	return nil
+}
+
+// printVersus prints each mode against its floor, the bare typed informer
+// run in the same invocation: CPU per 1,000 events of the churn, RSS after
+// start (after a collection, once ready), peak RSS over the whole life, and
+// the bridge's start-up snapshot.
+func printVersus(w io.Writer, b *bench, runs []run) {
+	fmt.Fprintf(w, "\nAgainst the floor (the typed informer with the same gzip setting), %d objects, churn of %s:\n\n", b.objects, b.churn.mix)
+	fmt.Fprintln(w, "| mode | CPU ms per 1,000 events | ÷ floor | RSS after start MiB | ÷ floor | peak RSS MiB | ÷ floor | start-up snapshot s |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|")
+	ratio := func(v, floor float64) string {
+		if floor <= 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f", v/floor)
+	}
+	for _, rn := range runs {
+		if rn.churn == nil {
+			continue
+		}
+		cpu, rss, peak := cpuPerThousand(rn, b.churn.mix), float64(rn.ready.VmRSSKiB), float64(rn.churn.VmHWMKiB)
+		var fCPU, fRSS, fPeak float64
+		if f := floorOf(runs, rn); f != nil {
+			fCPU, fRSS, fPeak = cpuPerThousand(*f, b.churn.mix), float64(f.ready.VmRSSKiB), float64(f.churn.VmHWMKiB)
+		}
+		snapshot := "–"
+		if rn.ready.SnapshotSecs > 0 {
+			snapshot = strconv.FormatFloat(rn.ready.SnapshotSecs, 'f', 2, 64)
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %s | %.1f | %s | %.1f | %s | %s |\n",
+			rn.m.label, cpu, ratio(cpu, fCPU), rss/1024, ratio(rss, fRSS), peak/1024, ratio(peak, fPeak), snapshot)
+	}
+}
+
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
+
+func memTotal() string {
+	b, _ := os.ReadFile("/proc/meminfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				if k, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return fmt.Sprintf("%.1f GiB", float64(k)/(1<<20))
+				}
+			}
+		}
+	}
+	return "unknown"
+}
+
+func kernel() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return strings.TrimSpace(string(b))
+}
+
+func moduleVersion(path string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == path {
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+// streamName is unique per mode run; stream names allow letters, digits,

@@ -1,0 +1,57 @@
+package main
+
+// result is what a child reports, as one JSON line on stdout per
+// measurement.
+type result struct {
+	Mode string `json:"mode"`
+	// Phase is "ready" (after the cache synced or the start-up snapshot
+	// was stored) or "churn" (after the child saw every update).
+	Phase     string  `json:"phase"`
+	Objects   int     `json:"objects"` // objects in the cache; -1 if the child cannot see it (bridge)
+	VmRSSKiB  int64   `json:"vmRSSKiB"`
+	VmHWMKiB  int64   `json:"vmHWMKiB"`
+	FreedRSS  int64   `json:"rssAfterFreeOSMemoryKiB"`
+	HeapInuse uint64  `json:"heapInuse"`
+	HeapAlloc uint64  `json:"heapAlloc"`
+	HeapSys   uint64  `json:"heapSys"`
+	Sys       uint64  `json:"sys"`
+	NumGC     uint32  `json:"numGC"`
+	ReadySecs float64 `json:"readySeconds"`
+	// SnapshotSecs is the bridge's start-up snapshot, begin marker to the
+	// end marker's acknowledgement (kubebridge_snapshot_duration_seconds);
+	// 0 for an informer.
+	SnapshotSecs float64 `json:"snapshotSeconds"`
+	GoVersion    string  `json:"goVersion"`
+	GOMAXPROCS   int     `json:"gomaxprocs"`
+	GOGC         string  `json:"gogc"`
+	GOMEMLIMIT   string  `json:"gomemlimit"`
+	// Sampled every 200ms since the child started, so they can miss a
+	// short peak; VmHWM cannot.
+	MaxHeapAlloc uint64 `json:"maxHeapAlloc"`
+	MaxHeapInuse uint64 `json:"maxHeapInuse"`
+	// MaxLiveHeap is the largest heap the GC found live (marked): what
+	// has to fit under a memory limit, whatever the GC's pacing.
+	MaxLiveHeap uint64 `json:"maxLiveHeap"`
+	// The bridge's kubebridge_pending_objects and
+	// kubebridge_publish_buffer_bytes, sampled likewise.
+	MaxPending     int64 `json:"maxPendingObjects"`
+	MaxBufferBytes int64 `json:"maxPublishBufferBytes"`
+	// Events is how many notifications (add, update, delete) the informer
+	// delivered after its initial list.
+	Events int64 `json:"events"`
+	// CPUStartSecs and CPUEndSecs are the process's CPU time (user and
+	// system) when the measurement began and when it ended: the CPU a
+	// churn cost is churn.CPUStartSecs - ready.CPUEndSecs, without the
+	// collections a measurement forces.
+	CPUStartSecs float64 `json:"cpuStartSeconds"`
+	CPUEndSecs   float64 `json:"cpuEndSeconds"`
+}
+
+// run is one mode's measurements and what the parent checked.
+type run struct {
+	m      mode
+	ready  result
+	churn  *result
+	stream *streamCount // bridge modes
+	load   *churnStats
+}

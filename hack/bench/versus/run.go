@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// runChild runs mode m in a fresh process: the first measurement once it is
+// ready, then, with -churn, the churn and a second measurement. seq makes
+// each run's updates differ from the previous run's, so none is a no-op.
+func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
+	fmt.Fprintf(os.Stderr, "==== %s: %s\n", m.id(), m.label)
+	out := run{m: m}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	natsURL := b.env.NATSURL()
+	args := []string{"child", m.name, "-kubeconfig", b.kubeconfig, "-nats", natsURL, "-settle", b.settle.String(), "-stream", streamName(m)}
+	if m.budget != "" {
+		args = append(args, "-budget", m.budget)
+	}
+	if m.noGzip {
+		args = append(args, "-no-gzip")
+	}
+	if b.churn.mix.total() > 0 {
+		args = append(args, "-wait")
+	}
+	if b.profiles != "" {
+		if err := os.MkdirAll(b.profiles, 0o755); err != nil {
+			return out, err
+		}
+		args = append(args, "-heapprofile", filepath.Join(b.profiles, m.id()+".pprof"))
+	}
+	if b.cpuProfiles != "" {
+		if err := os.MkdirAll(b.cpuProfiles, 0o755); err != nil {
+			return out, err
+		}
+		args = append(args, "-ready-cpuprofile", filepath.Join(b.cpuProfiles, m.id()+"-ready-cpu.pprof"))
+		if b.churn.mix.total() > 0 {
+			args = append(args, "-churn-cpuprofile", filepath.Join(b.cpuProfiles, m.id()+"-churn-cpu.pprof"))
+		}
+	}
+	cmd := exec.CommandContext(ctx, b.self, args...)
+	cmd.Stderr = os.Stderr
+	cmd.Env = os.Environ()
+	if b.memLimit != "" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+b.memLimit)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return out, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return out, err
+	}
+	if err := cmd.Start(); err != nil {
+		return out, err
+	}
+	// Whatever happens, the child is not left running.
+	defer func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	}()
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 64<<10), 1<<20)
+
+	if out.ready, err = readResult(lines); err != nil {
+		return out, err
+	}
+	if out.ready.Objects >= 0 && out.ready.Objects != b.objects {
+		return out, fmt.Errorf("child cached %d objects, want %d", out.ready.Objects, b.objects)
+	}
+	if m.isBridge() {
+		sc, err := countStream(ctx, natsURL, streamName(m))
+		if err != nil {
+			return out, err
+		}
+		// term marker + begin marker + one item per object + end marker
+		if sc.Msgs != uint64(b.objects)+3 || sc.Items != b.objects {
+			return out, fmt.Errorf("stream %s holds %d messages (%d snapshot items), want %d (%d)", streamName(m), sc.Msgs, sc.Items, b.objects+3, b.objects)
+		}
+		out.stream = &sc
+	}
+	logResult(m, out.ready)
+	if b.churn.mix.total() == 0 {
+		if err := stdin.Close(); err != nil {
+			return out, err
+		}
+		return out, cmd.Wait()
+	}
+
+	load, err := b.runChurn(ctx, seq)
+	out.load = &load
+	if err != nil {
+		return out, err
+	}
+	if m.isBridge() {
+		mix := b.churn.mix
+		sc, err := waitForChurn(ctx, natsURL, streamName(m), mix)
+		if err != nil {
+			return out, err
+		}
+		if sc.Items != b.objects || sc.Added+sc.RolledUp != mix.creates || sc.Changes != mix.updates || sc.Deleted != mix.deletes || sc.Other != 0 {
+			return out, fmt.Errorf("stream %s: %d snapshot items, %d added (%d more rolled up), %d updated events standing for %d updates, %d deleted, %d other events; want %d items, %s, no other events",
+				streamName(m), sc.Items, sc.Added, sc.RolledUp, sc.Updated, sc.Changes, sc.Deleted, sc.Other, b.objects, mix)
+		}
+		out.stream = &sc
+	}
+	if _, err := fmt.Fprintf(stdin, "measure %d\n", b.churn.mix.total()); err != nil {
+		return out, err
+	}
+	r, err := readResult(lines)
+	if err != nil {
+		return out, err
+	}
+	if r.Objects >= 0 && r.Events < int64(b.churn.mix.total()) {
+		return out, fmt.Errorf("informer delivered %d events, want %d (%s)", r.Events, b.churn.mix.total(), b.churn.mix)
+	}
+	out.churn = &r
+	logResult(m, r)
+	if err := stdin.Close(); err != nil {
+		return out, err
+	}
+	return out, cmd.Wait()
+}
+
+func readResult(lines *bufio.Scanner) (result, error) {
+	for lines.Scan() {
+		line := strings.TrimSpace(lines.Text())
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var r result
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return result{}, fmt.Errorf("child output %q: %w", line, err)
+		}
+		return r, nil
+	}
+	if err := lines.Err(); err != nil {
+		return result{}, err
+	}
+	return result{}, errors.New("child exited without a result")
+}
+
+func logResult(m mode, r result) {
+	fmt.Fprintf(os.Stderr, "==== %s (%s): RSS %.1f MiB, peak %.1f MiB, heap in-use %.1f MiB, max live heap %.1f MiB, max sampled heap alloc %.1f MiB, max pending %d, max publish buffer %.1f MiB\n",
+		m.id(), r.Phase, kib(r.VmRSSKiB), kib(r.VmHWMKiB), mib(r.HeapInuse), mib(r.MaxLiveHeap), mib(r.MaxHeapAlloc), r.MaxPending, mib(uint64(r.MaxBufferBytes)))
+}
+
+// churnStats is what the churn did.

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kubebridge/kubebridge/pkg/contract"
+)
+
+type streamCount struct {
+	Msgs   uint64
+	Begins int
+	Items  int
+	Ends   int
+	// Added counts the added events the stream holds, and RolledUp the
+	// messages a deleted event's Nats-Rollup removed from its subject
+	// (stream's last sequence − messages): in this churn, the added
+	// events of the objects deleted since.
+	Added    int
+	RolledUp int
+	Updated  int
+	Deleted  int
+	// Changes is the number of updates the updated events stand for:
+	// each counts its ce-coalesced, or 1.
+	Changes int
+	// Coalesced is the number of updated events that merged several.
+	Coalesced int
+	Truncated int
+	Other     int
+	// UpdatedBytes is the total payload size of the updated events.
+	UpdatedBytes int64
+}
+
+// countStream reads every message's headers (not the payloads) from the
+// stream.
+func countStream(ctx context.Context, url, name string) (streamCount, error) {
+	var sc streamCount
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return sc, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return sc, err
+	}
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return sc, fmt.Errorf("stream %s: %w", name, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return sc, err
+	}
+	sc.Msgs = info.State.Msgs
+	sc.RolledUp = int(info.State.LastSeq - info.State.Msgs)
+	if sc.Msgs == 0 {
+		return sc, nil
+	}
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
+	if err != nil {
+		return sc, err
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return sc, err
+	}
+	defer it.Stop()
+	for range sc.Msgs {
+		msg, err := it.Next(jetstream.NextMaxWait(30 * time.Second))
+		if err != nil {
+			return sc, fmt.Errorf("stream %s: reading headers: %w", name, err)
+		}
+		h := msg.Headers()
+		if h.Get(contract.Header(contract.ExtTruncated)) == "true" {
+			sc.Truncated++
+		}
+		switch h.Get(contract.HeaderType) {
+		case contract.TypeSnapshotBegin:
+			sc.Begins++
+		case contract.TypeSnapshotItem:
+			sc.Items++
+		case contract.TypeSnapshotEnd:
+			sc.Ends++
+		case contract.TypeTerm:
+			// One per bridge start, before anything it publishes.
+		case contract.TypeAdded:
+			sc.Added++
+		case contract.TypeDeleted:
+			sc.Deleted++
+		case contract.TypeUpdated:
+			sc.Updated++
+			n := 1
+			if v, err := strconv.Atoi(h.Get(contract.Header(contract.ExtCoalesced))); err == nil && v > 0 {
+				n = v
+				sc.Coalesced++
+			}
+			sc.Changes += n
+			if v, err := strconv.ParseInt(h.Get(nats.MsgSize), 10, 64); err == nil {
+				sc.UpdatedBytes += v
+			}
+		default:
+			sc.Other++
+		}
+	}
+	return sc, nil
+}
+
+// waitForChurn waits until the stream holds mix's changes: an added
+// event per create (or rolled up by its object's deleted event), updated events standing for every update, a deleted
+// event per delete; or for five minutes.
+func waitForChurn(ctx context.Context, url, name string, mix churnMix) (streamCount, error) {
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		sc, err := countStream(ctx, url, name)
+		if err == nil && sc.Added+sc.RolledUp >= mix.creates && sc.Changes >= mix.updates && sc.Deleted >= mix.deletes {
+			return sc, nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("it holds %d added events (and %d messages rolled up), updated events standing for %d updates and %d deleted events; want %s",
+					sc.Added, sc.RolledUp, sc.Changes, sc.Deleted, mix)
+			}
+			return sc, fmt.Errorf("stream %s after 5m: %w", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return sc, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
