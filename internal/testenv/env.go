@@ -167,16 +167,60 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.StartNATS(); err != nil {
 		return nil, err
 	}
-	if err := e.StartEtcd(ctx); err != nil {
+	if err := startOnFreePorts(ctx, e.StartEtcd, e.repickEtcdPorts); err != nil {
 		return nil, err
 	}
-	if err := e.StartAPIServer(ctx); err != nil {
+	startAPIServer := func(ctx context.Context) error { return e.StartAPIServer(ctx) }
+	if err := startOnFreePorts(ctx, startAPIServer, e.repickAPIServerPort); err != nil {
 		return nil, err
 	}
 	if err := writeKubeconfig(e.kubeconfig, e.APIServerURL(), e.caFile, e.token); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// startOnFreePorts runs start and, when its process could not bind a port
+// that freePorts had found free, lets repick choose others and runs start
+// again, at most three times in all. A port is free only until something
+// takes it: between freePorts and the bind, another test package starting
+// its servers, or any outgoing connection's ephemeral port, can.
+func startOnFreePorts(ctx context.Context, start func(context.Context) error, repick func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := start(ctx)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+		if err := repick(); err != nil {
+			return err
+		}
+	}
+}
+
+// repickEtcdPorts chooses new client and peer ports for a first start of
+// etcd that failed to bind, and removes what that start wrote.
+func (e *Env) repickEtcdPorts() error {
+	ports, err := freePorts(2)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.etcdClientPort, e.etcdPeerPort = ports[0], ports[1]
+	e.mu.Unlock()
+	return os.RemoveAll(e.etcdData)
+}
+
+// repickAPIServerPort chooses a new port for a first start of
+// kube-apiserver that failed to bind.
+func (e *Env) repickAPIServerPort() error {
+	ports, err := freePorts(1)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.apiPort = ports[0]
+	e.mu.Unlock()
+	return nil
 }
 
 // Close kills kube-apiserver and etcd, stops NATS and removes the temp dir.
