@@ -1,0 +1,133 @@
+package shard
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ErrBadShard is returned for a shard that is not "i/N" with 0 <= i < N.
+var ErrBadShard = errors.New("shard: not i/N with 0 <= i < N")
+
+// Shard is shard Index of Count.
+type Shard struct {
+	Index, Count int
+}
+
+// All is the single shard of an unsharded bridge: it owns everything.
+var All = Shard{Index: 0, Count: 1}
+
+// Parse reads "i/N", as String writes it.
+func Parse(s string) (Shard, error) {
+	i, n, ok := strings.Cut(s, "/")
+	if !ok {
+		return Shard{}, fmt.Errorf("%w: %q", ErrBadShard, s)
+	}
+	index, err1 := strconv.Atoi(i)
+	count, err2 := strconv.Atoi(n)
+	sh := Shard{Index: index, Count: count}
+	if err1 != nil || err2 != nil || sh.Validate() != nil || strconv.Itoa(index)+"/"+strconv.Itoa(count) != s {
+		return Shard{}, fmt.Errorf("%w: %q", ErrBadShard, s)
+	}
+	return sh, nil
+}
+
+// Validate reports whether s is a shard: 0 <= Index < Count.
+func (s Shard) Validate() error {
+	if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
+		return fmt.Errorf("%w: %d/%d", ErrBadShard, s.Index, s.Count)
+	}
+	return nil
+}
+
+// String is "i/N", the value of the events' shard extension.
+func (s Shard) String() string { return strconv.Itoa(s.Index) + "/" + strconv.Itoa(s.Count) }
+
+// Owns reports whether s owns the object namespace/name (namespace empty
+// for a cluster-scoped object).
+func (s Shard) Owns(namespace, name string) bool {
+	return s.Count == 1 || Of(Key(namespace, name), s.Count) == s.Index
+}
+
+// Key is what decides an object's shard: its namespace, or its name when it
+// is cluster-scoped. A Namespace object and the objects in it share a key.
+func Key(namespace, name string) string {
+	if namespace != "" {
+		return namespace
+	}
+	return name
+}
+
+// Of is the index of the shard, of n, that owns key.
+func Of(key string, n int) int { return jump(mix(Hash(key)), n) }
+
+// Hash is key's 64-bit FNV-1a hash, the hash the apiserver's shard
+// selectors range over.
+func Hash(key string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	return h.Sum64()
+}
+
+// mix is MurmurHash3's 64-bit finalizer. FNV-1a leaves names that differ in
+// their last characters (team-1 … team-9) close together in the high bits;
+// mixed, every bit of the key moves every bit of the result.
+func mix(k uint64) uint64 {
+	k ^= k >> 33
+	k *= 0xff51afd7ed558ccd
+	k ^= k >> 33
+	k *= 0xc4ceb9fe1a85ec53
+	k ^= k >> 33
+	return k
+}
+
+// jump is Lamping and Veach's jump consistent hash ("A Fast, Minimal
+// Memory, Consistent Hash Algorithm", 2014): key's bucket of n, such that
+// going from n to n+1 buckets moves about 1/(n+1) of the keys, all of them
+// to the new bucket.
+func jump(key uint64, n int) int {
+	var b, j int64 = -1, 0
+	for j < int64(n) {
+		b = j
+		key = key*2862933555777941757 + 1
+		j = int64(float64(b+1) * (float64(int64(1)<<31) / float64((key>>33)+1)))
+	}
+	return int(b)
+}
+
+// SelectorLimit is the longest shard selector the apiserver takes: it
+// parses selectors as CEL, and refuses an expression of more than 100,000
+// code points (measured on v1.37.1: TestAPIServerSelectorLimit). A
+// NamespaceSelector spends 85 characters and a separator on each
+// namespace, whatever its name: 1,176 fit; a shard that owns more filters
+// itself.
+const SelectorLimit = 100_000
+
+// NamespaceSelector is the apiserver shard selector (KEP-5866,
+// ListOptions.ShardSelector) that matches the objects of exactly these
+// namespaces: one point range of the namespace hash each, joined by "||".
+func NamespaceSelector(namespaces []string) string {
+	parts := make([]string, 0, len(namespaces))
+	for _, ns := range namespaces {
+		h := Hash(ns)
+		end := fmt.Sprintf("0x%016x", h+1)
+		if h == ^uint64(0) {
+			end = "0x10000000000000000" // 2^64, the exclusive end of the space
+		}
+		parts = append(parts, fmt.Sprintf("shardRange(object.metadata.namespace, '0x%016x', '%s')", h, end))
+	}
+	return strings.Join(parts, " || ")
+}
+
+// ServerFiltered reports whether a list response was filtered by the
+// apiserver with the shard selector sent: the apiserver echoes it in the
+// list's shardInfo (KEP-5866). An apiserver without the
+// ShardedListAndWatch feature ignores the selector and returns everything,
+// without shardInfo; the caller must then filter itself.
+func ServerFiltered(info *metav1.ShardInfo, sent string) bool {
+	return info != nil && info.Selector == sent
+}
