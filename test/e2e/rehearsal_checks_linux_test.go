@@ -154,24 +154,37 @@ func (r *rehearsal) leader() (leader, standby *rehearsalPod) {
 }
 
 // checkStream: the bridge made its stream with BRIDGE_STREAM_REPLICAS
-// copies, one on each NATS server, and every copy is current.
+// copies, one on each NATS server, and every copy catches up. A follower
+// may trail the leader for a moment right after the start-up snapshot's
+// thousands of messages, so currency is waited for, within a minute.
 func (r *rehearsal) checkStream(leader *rehearsalPod) {
 	t := r.t
 	t.Helper()
 	cfg := leader.cfg
 	s, err := r.js.Stream(r.ctx, cfg.StreamName)
 	must(t, err)
-	info, err := s.Info(r.ctx)
-	must(t, err)
-	if info.Config.Replicas != cfg.StreamReplicas || info.Cluster == nil || len(info.Cluster.Replicas)+1 != cfg.StreamReplicas {
-		t.Fatalf("stream %s: %d replicas configured, cluster %+v; want %d (BRIDGE_STREAM_REPLICAS)", cfg.StreamName, info.Config.Replicas, info.Cluster, cfg.StreamReplicas)
-	}
-	for _, p := range info.Cluster.Replicas {
-		if !p.Current {
-			t.Errorf("stream %s: replica on %s is not current", cfg.StreamName, p.Name)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		info, err := s.Info(r.ctx)
+		must(t, err)
+		if info.Config.Replicas != cfg.StreamReplicas || info.Cluster == nil || len(info.Cluster.Replicas)+1 != cfg.StreamReplicas {
+			t.Fatalf("stream %s: %d replicas configured, cluster %+v; want %d (BRIDGE_STREAM_REPLICAS)", cfg.StreamName, info.Config.Replicas, info.Cluster, cfg.StreamReplicas)
 		}
+		var behind []string
+		for _, p := range info.Cluster.Replicas {
+			if !p.Current {
+				behind = append(behind, p.Name)
+			}
+		}
+		if len(behind) == 0 {
+			t.Logf("stream %s: %d replicas, leader %s, %d messages", cfg.StreamName, info.Config.Replicas, info.Cluster.Leader, info.State.Msgs)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream %s: replicas on %v not current after a minute", cfg.StreamName, behind)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
-	t.Logf("stream %s: %d replicas, leader %s, %d messages", cfg.StreamName, info.Config.Replicas, info.Cluster.Leader, info.State.Msgs)
 }
 
 // expectedEvent is an event a change the rehearsal makes must cause.
