@@ -58,7 +58,7 @@ func KubeFromREST(rc *rest.Config) (Kube, error) {
 	if err != nil {
 		return Kube{}, fmt.Errorf("kubernetes discovery client: %w", err)
 	}
-	return Kube{Clients: informers.Clients{Typed: typed, Dynamic: dyn}, Discovery: memory.NewMemCacheClient(disco)}, nil
+	return Kube{Clients: informers.Clients{Typed: typed, Dynamic: dyn, Config: typedCfg}, Discovery: memory.NewMemCacheClient(disco)}, nil
 }
 
 // watch is one resource type to run informers for.

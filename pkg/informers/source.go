@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	kinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
@@ -38,6 +39,9 @@ type Queue interface {
 type Clients struct {
 	Typed   kubernetes.Interface
 	Dynamic dynamic.Interface
+	// Config is Typed's configuration. A Source WithOwns builds its typed
+	// informers' list and watch from it, to filter them.
+	Config *rest.Config
 }
 
 // Source runs the informers of one resource type (one per namespace when
@@ -54,6 +58,8 @@ type Source struct {
 	observer  Observer
 	informers []cache.SharedIndexInformer
 	starters  []func(stop <-chan struct{})
+	// owns, if set, is the part of the type this Source watches.
+	owns Owns
 }
 
 // Observer is told what a Source sees. It must be safe for concurrent use
@@ -75,6 +81,13 @@ func WithObserver(o Observer) SourceOption {
 
 // SourceOption configures a Source.
 type SourceOption func(*Source) error
+
+// WithOwns makes the Source see only the objects owns accepts: the others
+// are dropped from the informers' lists and watch events before they reach
+// the cache, so a shard holds only its own part in memory.
+func WithOwns(owns Owns) SourceOption {
+	return func(s *Source) error { s.owns = owns; return nil }
+}
 
 // WithClock sets the clock that stamps ObservedAt (tests pin it).
 func WithClock(now func() time.Time) SourceOption {
@@ -102,7 +115,11 @@ func NewSource(clients Clients, res *Resource, scope Scope, transform cache.Tran
 	// One log of failures for the type, over all its informers.
 	failures := &watchErrors{now: s.now}
 	for _, ns := range namespaces {
-		inf, start, typed, err := newInformer(clients, res, ns, tweak, transform)
+		newInf := newInformer
+		if s.owns != nil {
+			newInf = ownedInformer(s.owns)
+		}
+		inf, start, typed, err := newInf(clients, res, ns, tweak, transform)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,143 @@
+package informers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Owns tells whether this bridge publishes the object namespace/name
+// (namespace empty for a cluster-scoped object): a shard's part of a type.
+type Owns func(namespace, name string) bool
+
+// ownedListWatch is a ListerWatcher that drops, from lists and from watch
+// events, every object owns refuses, so that the reflector, and so the
+// informer's cache, never holds one. Bookmarks and errors pass.
+type ownedListWatch struct {
+	lw   cache.ListerWatcherWithContext
+	owns Owns
+}
+
+var (
+	_ cache.ListerWatcherWithContext = ownedListWatch{}
+	_ cache.ListerWatcher            = ownedListWatch{}
+)
+
+// List and Watch are for client-go's constructors, which take the
+// ListerWatcher of old; the reflector calls the WithContext methods.
+func (o ownedListWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return o.ListWithContext(context.Background(), opts)
+}
+
+func (o ownedListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return o.WatchWithContext(context.Background(), opts)
+}
+
+func (o ownedListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	list, err := o.lw.ListWithContext(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, fmt.Errorf("shard filter: %w", err)
+	}
+	kept := make([]runtime.Object, 0, len(items))
+	for _, item := range items {
+		if o.admits(item) {
+			kept = append(kept, item)
+		}
+	}
+	if len(kept) == len(items) {
+		return list, nil
+	}
+	if err := meta.SetList(list, kept); err != nil {
+		return nil, fmt.Errorf("shard filter: %w", err)
+	}
+	return list, nil
+}
+
+func (o ownedListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := o.lw.WatchWithContext(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+		switch ev.Type {
+		case watch.Added, watch.Modified, watch.Deleted:
+			return ev, o.admits(ev.Object)
+		default:
+			return ev, true
+		}
+	}), nil
+}
+
+// admits an object owns accepts, and anything without metadata: that is
+// the reflector's to report, not the filter's to hide.
+func (o ownedListWatch) admits(obj runtime.Object) bool {
+	m, err := meta.Accessor(obj)
+	return err != nil || o.owns(m.GetNamespace(), m.GetName())
+}
+
+// ownedInformer builds informers as newInformer does, on list and watch
+// filtered by owns: typed (protobuf, from Clients.Config) for the types
+// client-go's scheme knows, dynamic for the others.
+func ownedInformer(owns Owns) func(Clients, *Resource, string, func(*metav1.ListOptions), cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
+	return func(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
+		lw, example, typed, err := listWatch(clients, res, ns, tweak)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		inf := cache.NewSharedIndexInformer(ownedListWatch{lw: lw, owns: owns}, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		if transform != nil {
+			if err := inf.SetTransform(transform); err != nil {
+				return nil, nil, false, fmt.Errorf("%s: set transform: %w", res, err)
+			}
+		}
+		return inf, func(stop <-chan struct{}) { go inf.Run(stop) }, typed, nil
+	}
+}
+
+// listWatch is the list and watch of res in namespace ns (all when empty),
+// with tweak applied to their options, and an empty object of its type.
+func listWatch(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions)) (cache.ListerWatcherWithContext, runtime.Object, bool, error) {
+	gv := res.GVR.GroupVersion()
+	if clients.Config != nil && clients.Typed != nil {
+		if example, err := scheme.Scheme.New(gv.WithKind(res.Kind)); err == nil {
+			cfg := rest.CopyConfig(clients.Config)
+			cfg.GroupVersion = &gv
+			cfg.APIPath = "/apis"
+			if gv.Group == "" {
+				cfg.APIPath = "/api"
+			}
+			cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+			rc, err := rest.RESTClientFor(cfg)
+			if err != nil {
+				return nil, nil, false, fmt.Errorf("%s: REST client: %w", res, err)
+			}
+			return cache.NewFilteredListWatchFromClient(rc, res.GVR.Resource, ns, tweak), example, true, nil
+		}
+	}
+	if clients.Dynamic == nil {
+		return nil, nil, false, fmt.Errorf("%s: no typed client configuration and no dynamic client", res)
+	}
+	ri := clients.Dynamic.Resource(res.GVR).Namespace(ns)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			tweak(&opts)
+			return ri.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			tweak(&opts)
+			return ri.Watch(ctx, opts)
+		},
+	}, &unstructured.Unstructured{}, false, nil
+}

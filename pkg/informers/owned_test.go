@@ -1,0 +1,77 @@
+package informers
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// ownsA is a shard that owns namespace a.
+func ownsA(namespace, _ string) bool { return namespace == "a" }
+
+// A list keeps only the owned objects, and its metadata (the
+// resourceVersion a watch starts from).
+func TestOwnedListDropsOthers(t *testing.T) {
+	lw := &cache.ListWatch{ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+		return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "42"},
+			Items: []corev1.ConfigMap{*cm("a", "x", "1"), *cm("b", "x", "2"), *cm("a", "y", "3"), *cm("c", "z", "4")}}, nil
+	}}
+	got, err := ownedListWatch{lw: lw, owns: ownsA}.ListWithContext(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := got.(*corev1.ConfigMapList)
+	var names []string
+	for _, c := range list.Items {
+		names = append(names, c.Namespace+"/"+c.Name)
+	}
+	if !slices.Equal(names, []string{"a/x", "a/y"}) || list.ResourceVersion != "42" {
+		t.Errorf("list holds %v at resourceVersion %q, want [a/x a/y] at 42", names, list.ResourceVersion)
+	}
+}
+
+// A watch passes the owned objects' events, bookmarks and errors, and
+// nothing of the others: not their adds, updates or deletes.
+func TestOwnedWatchDropsOthers(t *testing.T) {
+	fw := watch.NewFake()
+	lw := &cache.ListWatch{WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
+	w, err := ownedListWatch{lw: lw, owns: ownsA}.WatchWithContext(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	go func() {
+		fw.Add(cm("b", "x", "1"))
+		fw.Add(cm("a", "x", "2"))
+		fw.Modify(cm("b", "x", "3"))
+		fw.Action(watch.Bookmark, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "4"}})
+		fw.Delete(cm("b", "x", "5"))
+		fw.Modify(cm("a", "x", "6"))
+		fw.Delete(cm("a", "x", "7"))
+		fw.Error(&metav1.Status{Message: "gone", Code: 410})
+	}()
+	want := []string{"ADDED a/x@2", "BOOKMARK /@4", "MODIFIED a/x@6", "DELETED a/x@7", "ERROR"}
+	var got []string
+	for len(got) < len(want) {
+		select {
+		case ev := <-w.ResultChan():
+			if c, ok := ev.Object.(*corev1.ConfigMap); ok {
+				got = append(got, string(ev.Type)+" "+c.Namespace+"/"+c.Name+"@"+c.ResourceVersion)
+			} else {
+				got = append(got, string(ev.Type))
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("got %v, then nothing; want %v", got, want)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("watch delivered %v, want %v", got, want)
+	}
+}
