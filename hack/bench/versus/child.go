@@ -17,6 +17,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	kinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/bridge"
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/shard"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 	"github.com/kubebridge/kubebridge/pkg/sink"
 )
@@ -45,6 +47,8 @@ func child(args []string) error {
 	heapProfile := fs.String("heapprofile", "", "write a heap profile here after the last measurement, and one at the peak of the live heap next to it (-peak.pprof)")
 	noGzip := fs.Bool("no-gzip", false, "set rest.Config.DisableCompression")
 	wait := fs.Bool("wait", false, `after the first measurement, wait for "measure N" on stdin, then for N informer events, and measure again`)
+	namespaces := fs.Int("namespaces", 1, "the objects' namespaces: with more than one, informers watch all namespaces with the benchmark's label selector")
+	shardFlag := fs.String("shard", "0/1", "the shard i/N of the typed-shard mode")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -92,11 +96,17 @@ func child(args []string) error {
 		DeleteFunc: func(interface{}) { events.Add(1) },
 	}
 
+	// Where the objects are: one namespace, or all namespaces and the
+	// benchmark's label.
+	namespace, tweak := benchNamespace, func(*metav1.ListOptions) {}
+	if *namespaces > 1 {
+		namespace, tweak = metav1.NamespaceAll, func(o *metav1.ListOptions) { o.LabelSelector = benchLabel }
+	}
 	switch name {
 	case "baseline":
 		objects = -1
 	case "typed", "typed-transform":
-		opts := []kinformers.SharedInformerOption{kinformers.WithNamespace(benchNamespace)}
+		opts := []kinformers.SharedInformerOption{kinformers.WithNamespace(namespace), kinformers.WithTweakListOptions(tweak)}
 		if name == "typed-transform" {
 			opts = append(opts, kinformers.WithTransform(transform))
 		}
@@ -108,7 +118,7 @@ func child(args []string) error {
 		}
 		defer runtime.KeepAlive(inf)
 	case "dynamic", "dynamic-transform":
-		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(kube.Clients.Dynamic, 0, benchNamespace, nil)
+		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(kube.Clients.Dynamic, 0, namespace, tweak)
 		inf := f.ForResource(gvr).Informer()
 		if name == "dynamic-transform" {
 			if err := inf.SetTransform(transform); err != nil {
@@ -120,6 +130,28 @@ func child(args []string) error {
 			return err
 		}
 		defer runtime.KeepAlive(inf)
+	case "typed-shard":
+		// The shard's part only, through the Source the bridge builds:
+		// objects of other shards never reach the cache.
+		sh, err := shard.Parse(*shardFlag)
+		if err != nil {
+			return err
+		}
+		scope := informers.Scope{Namespaces: []string{namespace}}
+		if *namespaces > 1 {
+			scope = informers.Scope{LabelSelector: benchLabel}
+		}
+		q := countingQueue{events: &events, wait: *wait}
+		src, err := informers.NewSource(kube.Clients, &informers.Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}, scope, nil, q, informers.WithOwns(sh.Owns))
+		if err != nil {
+			return err
+		}
+		src.Run(ctx)
+		if !cache.WaitForCacheSync(ctx.Done(), src.HasSynced) {
+			return errors.New("cache did not sync")
+		}
+		objects = len(src.Keys())
+		defer runtime.KeepAlive(src)
 	case "bridge-typed", "bridge-dynamic":
 		if name == "bridge-dynamic" {
 			// Without a typed client NewSource falls back to the dynamic informer.
@@ -290,4 +322,17 @@ func startInformer(ctx context.Context, start func(<-chan struct{}), inf cache.S
 		return 0, errors.New("cache did not sync")
 	}
 	return len(inf.GetStore().ListKeys()), nil
+}
+
+// countingQueue counts a Source's changes after its initial list, as the
+// informer modes' handler does, with -wait only.
+type countingQueue struct {
+	events *atomic.Int64
+	wait   bool
+}
+
+func (q countingQueue) Add(c informers.Change) {
+	if q.wait {
+		q.events.Add(1)
+	}
 }

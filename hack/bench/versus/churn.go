@@ -74,6 +74,7 @@ func (m churnMix) String() string {
 	return fmt.Sprintf("%d creates, %d updates and %d deletes", m.creates, m.updates, m.deletes)
 }
 
+// churnStats is what the churn did.
 type churnStats struct {
 	Changes  int
 	Duration time.Duration
@@ -84,8 +85,9 @@ type churnStats struct {
 // runChurn makes b.churn.mix's changes at b.churn.rate: creates of new
 // ConfigMaps of -size bytes, updates of the preloaded ones round robin,
 // each rewriting one of the four keys with new random data so the object
-// keeps its size, and deletes of the created ones. With an outage configured, NATS is stopped during
-// the churn. It returns once every update is done and NATS is up again.
+// keeps its size, and deletes of the created ones. With an outage
+// configured, NATS is stopped during the churn. It returns once every
+// change is made and NATS is up again.
 func (b *bench) runChurn(ctx context.Context, seq int) (churnStats, error) {
 	c := b.churn
 	st := churnStats{Changes: c.mix.total()}
@@ -163,13 +165,14 @@ func (b *bench) change(ctx context.Context, k, seq int) error {
 	m := b.churn.mix
 	switch {
 	case k < m.creates:
-		return createOne(ctx, b.cs, churnObjectName(seq, k), uint64(seq)<<32|uint64(k), b.size)
+		return createOne(ctx, b.cs, b.layout.namespace(k), churnObjectName(seq, k), uint64(seq)<<32|uint64(k), b.size)
 	case k < m.creates+m.updates:
 		return b.updateOne(ctx, k-m.creates, seq)
 	default:
-		name := churnObjectName(seq, k-m.creates-m.updates)
+		j := k - m.creates - m.updates
+		name := churnObjectName(seq, j)
 		return benchkit.Retry(ctx, func() error {
-			err := b.cs.CoreV1().ConfigMaps(benchNamespace).Delete(ctx, name, metav1.DeleteOptions{})
+			err := b.cs.CoreV1().ConfigMaps(b.layout.namespace(j)).Delete(ctx, name, metav1.DeleteOptions{})
 			if apierrors.IsNotFound(err) {
 				return nil // a retry after a delete whose response was lost
 			}
@@ -191,9 +194,7 @@ func (b *bench) updateOne(ctx context.Context, k, seq int) error {
 		return err
 	}
 	return benchkit.Retry(ctx, func() error {
-		_, err := b.cs.CoreV1().ConfigMaps(benchNamespace).Patch(ctx, objectName(i), types.MergePatchType, body, metav1.PatchOptions{})
+		_, err := b.cs.CoreV1().ConfigMaps(b.layout.namespace(i)).Patch(ctx, objectName(i), types.MergePatchType, body, metav1.PatchOptions{})
 		return err
 	})
 }
-
-// streamCount is what the stream holds, read from the messages' headers.

@@ -39,6 +39,14 @@
 // once it has seen every event (for the bridge: once the stream holds them
 // all). -nats-max-payload raises the NATS server's max_payload (default
 // 1 MiB), so large update events are stored whole instead of truncated.
+// -namespaces N spreads the objects over N namespaces; the informer modes
+// then watch all namespaces with the benchmark's label, and the mode
+// typed-shard@i/N watches shard i of N only (internal/shard's rule,
+// through informers.WithOwns), for what a shard holds against the whole:
+//
+//	go run ./hack/bench/versus -objects 100000 -namespaces 200 \
+//		-modes typed,typed-shard@0/3,typed-shard@1/3,typed-shard@2/3 -churn 9000 -churn-mix create,update,delete -churn-rate 1500
+//
 // The large-object run in docs/memory.md:
 //
 //	go run ./hack/bench/versus -objects 300 -size 500000 -modes typed,bridge-typed,bridge-typed@8Mi \
@@ -93,6 +101,7 @@ type bench struct {
 	cpuProfiles string
 	memLimit    string
 	churn       churnOptions
+	layout      layout
 }
 
 type churnOptions struct {
@@ -119,12 +128,16 @@ func parent() error {
 	outage := flag.Duration("nats-outage", 0, "during -churn, stop the NATS server for this long")
 	outageAfter := flag.Duration("outage-after", 2*time.Second, "how far into -churn the NATS outage starts")
 	maxPayload := flag.Int("nats-max-payload", 0, "NATS server max_payload in bytes; 0 keeps the server's default (1 MiB)")
+	namespaces := flag.Int("namespaces", 1, "spread the objects over this many namespaces (object i in namespace i mod N); informer modes then watch all namespaces with a label selector")
 	flag.Parse()
 	if *objects < 1 || *size < 4 {
 		return errors.New("-objects must be >= 1 and -size >= 4")
 	}
 	if *churn < 0 || *churnRate <= 0 || *churnWorkers < 1 {
 		return errors.New("-churn must be >= 0, -churn-rate > 0 and -churn-workers >= 1")
+	}
+	if *namespaces < 1 {
+		return errors.New("-namespaces must be >= 1")
 	}
 	mix, err := parseChurnMix(*mixKinds, *churn)
 	if err != nil {
@@ -176,7 +189,13 @@ func parent() error {
 	if v, err := cs.Discovery().ServerVersion(); err == nil {
 		serverVersion = v.GitVersion
 	}
-	if err := createObjects(ctx, cs, *objects, *size, *workers); err != nil {
+	l := layout{namespaces: *namespaces}
+	for _, m := range selected {
+		if m.isBridge() && l.namespaces > 1 {
+			return fmt.Errorf("-namespaces %d: bridge modes watch one namespace", l.namespaces)
+		}
+	}
+	if err := createObjects(ctx, cs, l, *objects, *size, *workers); err != nil {
 		return err
 	}
 	kubeconfig := filepath.Join(env.Dir(), "bench-kubeconfig")
@@ -185,7 +204,8 @@ func parent() error {
 	}
 
 	b := &bench{env: env, cs: cs, self: self, kubeconfig: kubeconfig, objects: *objects, size: *size, settle: *settle, profiles: *profiles, cpuProfiles: *cpuProfiles,
-		memLimit: *memLimit, churn: churnOptions{mix: mix, rate: *churnRate, workers: *churnWorkers, outage: *outage, outageAfter: *outageAfter}}
+		memLimit: *memLimit, churn: churnOptions{mix: mix, rate: *churnRate, workers: *churnWorkers, outage: *outage, outageAfter: *outageAfter},
+		layout: l}
 	var runs []run
 	for i, m := range selected {
 		r, err := b.runChild(ctx, m, i)

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kubebridge/kubebridge/internal/shard"
 )
 
 const benchNamespace = "bench-versus"
@@ -17,6 +19,8 @@ type mode struct {
 	// noGzip sets rest.Config.DisableCompression: the apiserver's
 	// responses are not gzipped (client-go asks for gzip by default).
 	noGzip bool
+	// shard is typed-shard's part of the objects (typed-shard@i/N).
+	shard shard.Shard
 }
 
 var modes = []mode{
@@ -25,6 +29,7 @@ var modes = []mode{
 	{name: "typed-transform", label: "typed informer + transform"},
 	{name: "dynamic", label: "dynamic informer (unstructured, JSON)"},
 	{name: "dynamic-transform", label: "dynamic informer + transform"},
+	{name: "typed-shard", label: "typed informer, one shard"},
 	{name: "bridge-typed", label: "bridge, typed path"},
 	{name: "bridge-dynamic", label: "bridge, dynamic path"},
 }
@@ -34,6 +39,9 @@ func (m mode) id() string {
 	id := m.name
 	if m.budget != "" {
 		id += "@" + m.budget
+	}
+	if m.name == "typed-shard" {
+		id += "@" + m.shard.String()
 	}
 	if m.noGzip {
 		id += "+nogzip"
@@ -61,6 +69,18 @@ func selectModes(only string) ([]mode, error) {
 		name, budget, _ := strings.Cut(name, "@")
 		found := false
 		for _, m := range modes {
+			if m.name == name && name == "typed-shard" {
+				// typed-shard@i/N: the shard to watch.
+				sh, err := shard.Parse(budget)
+				if err != nil {
+					return nil, fmt.Errorf("mode %q: want typed-shard@i/N: %w", name, err)
+				}
+				m.shard = sh
+				m.label += " " + sh.String()
+				out = append(out, m)
+				found = true
+				continue
+			}
 			if m.name == name {
 				if budget != "" {
 					if !m.isBridge() {
@@ -84,8 +104,7 @@ func selectModes(only string) ([]mode, error) {
 	return out, nil
 }
 
-// createObjects creates the namespace and n ConfigMaps of about size bytes
-// of data each, with several goroutines.
+// streamName is unique per mode run; stream names allow letters, digits,
 // "_" and "-".
 func streamName(m mode) string { return "VERSUS_" + strings.ToUpper(token(m.id())) }
 

@@ -16,13 +16,46 @@ import (
 	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
 )
 
-func createObjects(ctx context.Context, cs kubernetes.Interface, n, size, workers int) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+// layout is where the benchmark's objects live: one namespace, or
+// -namespaces of them, object i in namespace i mod their number.
+type layout struct {
+	namespaces int
+}
+
+// namespace is the namespace of object (or churn object) i.
+func (l layout) namespace(i int) string {
+	if l.namespaces <= 1 {
+		return benchNamespace
+	}
+	return fmt.Sprintf("%s-%03d", benchNamespace, i%l.namespaces)
+}
+
+// all is every namespace the benchmark uses.
+func (l layout) all() []string {
+	var out []string
+	for i := range max(l.namespaces, 1) {
+		out = append(out, l.namespace(i))
+	}
+	return out
+}
+
+// benchLabel marks every object the benchmark makes: with several
+// namespaces, informers list all namespaces with it as label selector.
+const benchLabel = "app=bench-versus"
+
+// createObjects creates the namespaces and n ConfigMaps of about size
+// bytes of data each, with several goroutines.
+func createObjects(ctx context.Context, cs kubernetes.Interface, l layout, n, size, workers int) error {
+	for _, name := range l.all() {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
 	}
 	start := time.Now()
-	err := benchkit.Parallel(ctx, n, workers, func(ctx context.Context, i int) error { return createOne(ctx, cs, objectName(i), uint64(i), size) }, func(d int) {
+	err := benchkit.Parallel(ctx, n, workers, func(ctx context.Context, i int) error {
+		return createOne(ctx, cs, l.namespace(i), objectName(i), uint64(i), size)
+	}, func(d int) {
 		if d%2000 == 0 || d == n {
 			el := time.Since(start)
 			fmt.Fprintf(os.Stderr, "created %d/%d ConfigMaps in %v (%.0f/s)\n", d, n, el.Round(time.Millisecond), float64(d)/el.Seconds())
@@ -45,8 +78,9 @@ func randomData(rng *rand.Rand, n int) string {
 	return string(b)
 }
 
-// createOne creates ConfigMap name with size bytes of data from seed.
-func createOne(ctx context.Context, cs kubernetes.Interface, name string, seed uint64, size int) error {
+// createOne creates ConfigMap namespace/name with size bytes of data from
+// seed.
+func createOne(ctx context.Context, cs kubernetes.Interface, namespace, name string, seed uint64, size int) error {
 	rng := rand.New(rand.NewPCG(seed, 0x6b75626562726964))
 	const keys = 4
 	data := make(map[string]string, keys)
@@ -54,11 +88,11 @@ func createOne(ctx context.Context, cs kubernetes.Interface, name string, seed u
 		data["key-"+strconv.Itoa(k)] = randomData(rng, size/keys)
 	}
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace, Labels: map[string]string{"app": "bench-versus"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{"app": "bench-versus"}},
 		Data:       data,
 	}
 	return benchkit.Retry(ctx, func() error {
-		_, err := cs.CoreV1().ConfigMaps(benchNamespace).Create(ctx, cm, metav1.CreateOptions{})
+		_, err := cs.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}

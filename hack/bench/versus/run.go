@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,7 +23,8 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
 	natsURL := b.env.NATSURL()
-	args := []string{"child", m.name, "-kubeconfig", b.kubeconfig, "-nats", natsURL, "-settle", b.settle.String(), "-stream", streamName(m)}
+	args := []string{"child", m.name, "-kubeconfig", b.kubeconfig, "-nats", natsURL, "-settle", b.settle.String(), "-stream", streamName(m),
+		"-namespaces", strconv.Itoa(b.layout.namespaces), "-shard", m.shard.String()}
 	if m.budget != "" {
 		args = append(args, "-budget", m.budget)
 	}
@@ -75,8 +77,8 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 	if out.ready, err = readResult(lines); err != nil {
 		return out, err
 	}
-	if out.ready.Objects >= 0 && out.ready.Objects != b.objects {
-		return out, fmt.Errorf("child cached %d objects, want %d", out.ready.Objects, b.objects)
+	if want := b.objectsOf(m); out.ready.Objects >= 0 && out.ready.Objects != want {
+		return out, fmt.Errorf("child cached %d objects, want %d", out.ready.Objects, want)
 	}
 	if m.isBridge() {
 		sc, err := countStream(ctx, natsURL, streamName(m))
@@ -114,15 +116,15 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 		}
 		out.stream = &sc
 	}
-	if _, err := fmt.Fprintf(stdin, "measure %d\n", b.churn.mix.total()); err != nil {
+	if _, err := fmt.Fprintf(stdin, "measure %d\n", b.eventsOf(m)); err != nil {
 		return out, err
 	}
 	r, err := readResult(lines)
 	if err != nil {
 		return out, err
 	}
-	if r.Objects >= 0 && r.Events < int64(b.churn.mix.total()) {
-		return out, fmt.Errorf("informer delivered %d events, want %d (%s)", r.Events, b.churn.mix.total(), b.churn.mix)
+	if want := b.eventsOf(m); r.Objects >= 0 && r.Events < int64(want) {
+		return out, fmt.Errorf("informer delivered %d events, want %d (of %s)", r.Events, want, b.churn.mix)
 	}
 	out.churn = &r
 	logResult(m, r)
@@ -155,4 +157,39 @@ func logResult(m mode, r result) {
 		m.id(), r.Phase, kib(r.VmRSSKiB), kib(r.VmHWMKiB), mib(r.HeapInuse), mib(r.MaxLiveHeap), mib(r.MaxHeapAlloc), r.MaxPending, mib(uint64(r.MaxBufferBytes)))
 }
 
-// churnStats is what the churn did.
+// owned tells whether mode m sees the object namespace/name: every object,
+// but for typed-shard only its shard's.
+func (b *bench) owned(m mode, namespace, name string) bool {
+	return m.name != "typed-shard" || m.shard.Owns(namespace, name)
+}
+
+// objectsOf is how many of the preloaded objects mode m caches.
+func (b *bench) objectsOf(m mode) int {
+	n := 0
+	for i := range b.objects {
+		if b.owned(m, b.layout.namespace(i), objectName(i)) {
+			n++
+		}
+	}
+	return n
+}
+
+// eventsOf is how many of the churn's events mode m sees.
+func (b *bench) eventsOf(m mode) int {
+	mix, n := b.churn.mix, 0
+	for k := range mix.total() {
+		var ns string
+		switch {
+		case k < mix.creates:
+			ns = b.layout.namespace(k)
+		case k < mix.creates+mix.updates:
+			ns = b.layout.namespace((k - mix.creates) % b.objects)
+		default:
+			ns = b.layout.namespace(k - mix.creates - mix.updates)
+		}
+		if b.owned(m, ns, "") {
+			n++
+		}
+	}
+	return n
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
+// streamCount is what the stream holds, read from the messages' headers.
 type streamCount struct {
 	Msgs   uint64
 	Begins int
