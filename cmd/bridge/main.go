@@ -57,7 +57,8 @@ func run(args []string) int {
 	defer klog.Flush()
 	logger := klog.Background().WithName("kubebridge")
 	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Starting", "version", version, "cluster", cfg.ClusterName, "subjectPrefix", cfg.SubjectPrefix)
+	gcPercent, fromEnv := bridge.SetGCDefault(os.LookupEnv)
+	logger.Info("Starting", "version", version, "cluster", cfg.ClusterName, "subjectPrefix", cfg.SubjectPrefix, "gogc", gcPercent, "gogcFromEnv", fromEnv)
 	for _, w := range config.Removed(os.LookupEnv) {
 		logger.Info("Ignoring a removed setting: " + w)
 	}

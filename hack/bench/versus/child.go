@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -102,6 +103,9 @@ func child(args []string) error {
 	if *namespaces > 1 {
 		namespace, tweak = metav1.NamespaceAll, func(o *metav1.ListOptions) { o.LabelSelector = benchLabel }
 	}
+	// gcPercent is the collector's target when the child set it (the
+	// bridge modes), else 0: GOGC, or Go's default, applies.
+	gcPercent := 0
 	switch name {
 	case "baseline":
 		objects = -1
@@ -153,6 +157,9 @@ func child(args []string) error {
 		objects = len(src.Keys())
 		defer runtime.KeepAlive(src)
 	case "bridge-typed", "bridge-dynamic":
+		// As cmd/bridge does: DefaultGCPercent unless GOGC is set
+		// (mode+gogc=N).
+		gcPercent, _ = bridge.SetGCDefault(os.LookupEnv)
 		if name == "bridge-dynamic" {
 			// Without a typed client NewSource falls back to the dynamic informer.
 			kube = bridge.Kube{Clients: informers.Clients{Typed: nil, Dynamic: kube.Clients.Dynamic}, Discovery: kube.Discovery}
@@ -232,7 +239,7 @@ func child(args []string) error {
 		runtime.GC()
 		time.Sleep(*settle)
 		r := result{Mode: name, Phase: phase, Objects: objects, ReadySecs: ready.Seconds(), GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0),
-			GOGC: os.Getenv("GOGC"), GOMEMLIMIT: os.Getenv("GOMEMLIMIT"), Events: events.Load()}
+			GOGC: gogcReport(gcPercent), GOMEMLIMIT: os.Getenv("GOMEMLIMIT"), Events: events.Load()}
 		r.VmRSSKiB, r.VmHWMKiB = procStatus()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -335,4 +342,13 @@ func (q countingQueue) Add(c informers.Change) {
 	if q.wait {
 		q.events.Add(1)
 	}
+}
+
+// gogcReport is what the child reports as its GOGC: the target it set, or
+// the environment's.
+func gogcReport(set int) string {
+	if set != 0 {
+		return strconv.Itoa(set)
+	}
+	return os.Getenv("GOGC")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/kubebridge/kubebridge/internal/shard"
@@ -19,6 +20,8 @@ type mode struct {
 	// noGzip sets rest.Config.DisableCompression: the apiserver's
 	// responses are not gzipped (client-go asks for gzip by default).
 	noGzip bool
+	// gogc, if set, is the child's GOGC (mode+gogc=N).
+	gogc string
 	// shard is typed-shard's part of the objects (typed-shard@i/N).
 	shard shard.Shard
 }
@@ -46,6 +49,9 @@ func (m mode) id() string {
 	if m.noGzip {
 		id += "+nogzip"
 	}
+	if m.gogc != "" {
+		id += "+gogc=" + m.gogc
+	}
 	return id
 }
 
@@ -65,7 +71,15 @@ func selectModes(only string) ([]mode, error) {
 	}
 	var out []mode
 	for _, name := range strings.Split(only, ",") {
-		name, noGzip := strings.CutSuffix(strings.TrimSpace(name), "+nogzip")
+		// mode[@budget|@i/N][+nogzip][+gogc=N], the suffixes in any order.
+		name, gogc, _ := strings.Cut(strings.TrimSpace(name), "+gogc=")
+		if g, rest, ok := strings.Cut(gogc, "+"); ok {
+			gogc, name = g, name+"+"+rest
+		}
+		if _, err := strconv.Atoi(gogc); gogc != "" && err != nil {
+			return nil, fmt.Errorf("mode %q: +gogc= wants a number", name)
+		}
+		name, noGzip := strings.CutSuffix(name, "+nogzip")
 		name, budget, _ := strings.Cut(name, "@")
 		found := false
 		for _, m := range modes {
@@ -77,6 +91,10 @@ func selectModes(only string) ([]mode, error) {
 				}
 				m.shard = sh
 				m.label += " " + sh.String()
+				m.gogc = gogc
+				if gogc != "" {
+					m.label += ", GOGC=" + gogc
+				}
 				out = append(out, m)
 				found = true
 				continue
@@ -92,6 +110,10 @@ func selectModes(only string) ([]mode, error) {
 				if noGzip {
 					m.noGzip = true
 					m.label += ", no gzip"
+				}
+				if gogc != "" {
+					m.gogc = gogc
+					m.label += ", GOGC=" + gogc
 				}
 				out = append(out, m)
 				found = true

@@ -55,6 +55,9 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 	if b.memLimit != "" {
 		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+b.memLimit)
 	}
+	if m.gogc != "" {
+		cmd.Env = append(cmd.Env, "GOGC="+m.gogc)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return out, err
