@@ -23,6 +23,17 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, testenv.Options{APIServerFlags: []string{gate}})
 }
 
+// client is a clientset of the package's apiserver (the gate on); it
+// skips the test without the binaries.
+func client(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(testenv.Get(t).RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
 // seed creates namespaces named prefix-00 … and one ConfigMap in each,
 // and returns the namespaces.
 func seed(ctx context.Context, t *testing.T, cs kubernetes.Interface, prefix string, n int) []string {
@@ -56,13 +67,9 @@ func namespacesOf(items []corev1.ConfigMap) []string {
 // see the objects of exactly the shard's namespaces, and the list echoes
 // the selector: what ServerFiltered reads.
 func TestAPIServerFiltersByNamespaceSelector(t *testing.T) {
-	env := testenv.Get(t)
+	cs := client(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	cs, err := kubernetes.NewForConfig(env.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
 	all := seed(ctx, t, cs, "filter", 12)
 	sh := Shard{Index: 1, Count: 3}
 	var owned, others []string
@@ -117,13 +124,9 @@ func TestAPIServerFiltersByNamespaceSelector(t *testing.T) {
 // with many namespaces sends a long one: the apiserver takes one of
 // SelectorLimit characters and refuses a longer one.
 func TestAPIServerSelectorLimit(t *testing.T) {
-	env := testenv.Get(t)
+	cs := client(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	cs, err := kubernetes.NewForConfig(env.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The longest selector of whole ranges within the limit, and one range more.
 	var names []string
 	for i := 0; len(NamespaceSelector(append(names, fmt.Sprintf("long-%05d", i)))) <= SelectorLimit; i++ {
