@@ -29,7 +29,17 @@ func (h *harness) filters() []consume.Filter {
 func (h *harness) startState(mode consume.BootstrapMode, handlers map[string]*mirror) *consume.State {
 	h.t.Helper()
 	st, err := h.client().NewState(h.filters(), consume.Bootstrap(mode),
-		consume.WithHooks(consume.Hooks{OnViolation: func(v consume.Violation) { h.t.Errorf("%s: violation: %v", mode, &v) }}))
+		consume.WithHooks(consume.Hooks{OnViolation: func(v consume.Violation) {
+			// A bootstrap from the last message per subject made while a
+			// snapshot runs reads the previous snapshot's end (its
+			// subject's last message) before the running one's begin,
+			// which replaced that snapshot's begin: end-skipped, reported
+			// and no breach. A full replay reads every begin, so it must
+			// never see one.
+			if v.Kind.Breach() || mode == consume.FullReplay {
+				h.t.Errorf("%s: violation: %v", mode, &v)
+			}
+		}}))
 	if err != nil {
 		h.t.Fatal(err)
 	}
