@@ -94,10 +94,20 @@ func TestWatch(t *testing.T) {
 	for _, m := range eventLines(out) {
 		got = append(got, m[4]+" "+m[5]+" "+m[6]+" "+m[7])
 	}
-	deleted := got[len(got)-1]
-	want := []string{"added ConfigMap " + ns + "/w " + added, "added ConfigMap " + ns + "/other", "updated ConfigMap " + ns + "/w " + updated}
-	if len(got) != 4 || got[0] != want[0] || !strings.HasPrefix(got[1], want[1]+" ") || got[2] != want[2] || !strings.HasPrefix(deleted, "deleted ConfigMap "+ns+"/w ") {
-		t.Errorf("watch printed\n%s\nwant %q and a delete", out, want)
+	// Order is kept per object (subject), not across objects: w's three
+	// events in their order, and other's add anywhere among them.
+	var ofW, ofOther []string
+	for _, g := range got {
+		if strings.Contains(g, " "+ns+"/other") {
+			ofOther = append(ofOther, g)
+		} else {
+			ofW = append(ofW, g)
+		}
+	}
+	want := []string{"added ConfigMap " + ns + "/w " + added, "updated ConfigMap " + ns + "/w " + updated}
+	if len(ofW) != 3 || ofW[0] != want[0] || ofW[1] != want[1] || !strings.HasPrefix(ofW[2], "deleted ConfigMap "+ns+"/w ") ||
+		len(ofOther) != 1 || !strings.HasPrefix(ofOther[0], "added ConfigMap "+ns+"/other ") {
+		t.Errorf("watch printed\n%s\nwant, in this order, %q and a delete of w, and an add of other", out, want)
 	}
 	for _, l := range []string{"    -   k: v1\n    +   k: v2\n", `    -   resourceVersion: "` + added + `"` + "\n" + `    +   resourceVersion: "` + updated + `"`} {
 		if !strings.Contains(out, l) {
