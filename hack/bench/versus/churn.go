@@ -162,23 +162,53 @@ func (b *bench) runChurn(ctx context.Context, seq int) (churnStats, error) {
 // change makes the churn's change k: a create, an update or a delete, in
 // that order.
 func (b *bench) change(ctx context.Context, k, seq int) error {
-	m := b.churn.mix
-	switch {
-	case k < m.creates:
-		return createOne(ctx, b.cs, b.layout.namespace(k), churnObjectName(seq, k), uint64(seq)<<32|uint64(k), b.size)
-	case k < m.creates+m.updates:
-		return b.updateOne(ctx, k-m.creates, seq)
+	kind, j := b.churn.mix.at(k)
+	switch kind {
+	case create:
+		return createOne(ctx, b.cs, b.namespaceOf(kind, j), churnObjectName(seq, j), uint64(seq)<<32|uint64(j), b.size)
+	case update:
+		return b.updateOne(ctx, j, seq)
 	default:
-		j := k - m.creates - m.updates
 		name := churnObjectName(seq, j)
 		return benchkit.Retry(ctx, func() error {
-			err := b.cs.CoreV1().ConfigMaps(b.layout.namespace(j)).Delete(ctx, name, metav1.DeleteOptions{})
+			err := b.cs.CoreV1().ConfigMaps(b.namespaceOf(kind, j)).Delete(ctx, name, metav1.DeleteOptions{})
 			if apierrors.IsNotFound(err) {
 				return nil // a retry after a delete whose response was lost
 			}
 			return err
 		})
 	}
+}
+
+// changeKind is one of the kinds of change a churn makes.
+type changeKind int
+
+const (
+	create changeKind = iota
+	update
+	remove
+)
+
+// at is the kind of the churn's change k and its index among the changes
+// of that kind: creates come first, then updates, then deletes.
+func (m churnMix) at(k int) (changeKind, int) {
+	switch {
+	case k < m.creates:
+		return create, k
+	case k < m.creates+m.updates:
+		return update, k - m.creates
+	default:
+		return remove, k - m.creates - m.updates
+	}
+}
+
+// namespaceOf is the namespace of the j-th change of kind: a created (and
+// later deleted) churn object's, or the updated preloaded object's.
+func (b *bench) namespaceOf(kind changeKind, j int) string {
+	if kind == update {
+		return b.layout.namespace(j % b.objects)
+	}
+	return b.layout.namespace(j)
 }
 
 // churnObjectName names the j-th object run seq's churn creates.

@@ -80,32 +80,24 @@ func selectModes(only string) ([]mode, error) {
 			return nil, fmt.Errorf("mode %q: +gogc= wants a number", name)
 		}
 		name, noGzip := strings.CutSuffix(name, "+nogzip")
-		name, budget, _ := strings.Cut(name, "@")
+		// After "@": typed-shard's shard, a bridge mode's publish buffer.
+		name, at, _ := strings.Cut(name, "@")
 		found := false
 		for _, m := range modes {
-			if m.name == name && name == "typed-shard" {
-				// typed-shard@i/N: the shard to watch.
-				sh, err := shard.Parse(budget)
-				if err != nil {
-					return nil, fmt.Errorf("mode %q: want typed-shard@i/N: %w", name, err)
-				}
-				m.shard = sh
-				m.label += " " + sh.String()
-				m.gogc = gogc
-				if gogc != "" {
-					m.label += ", GOGC=" + gogc
-				}
-				out = append(out, m)
-				found = true
-				continue
-			}
 			if m.name == name {
-				if budget != "" {
-					if !m.isBridge() {
-						return nil, fmt.Errorf("mode %q: only bridge modes take a @budget", name)
+				switch {
+				case name == "typed-shard":
+					sh, err := shard.Parse(at)
+					if err != nil {
+						return nil, fmt.Errorf("mode %q: want typed-shard@i/N: %w", name, err)
 					}
-					m.budget = budget
-					m.label += ", publish buffer " + budget
+					m.shard = sh
+					m.label += " " + sh.String()
+				case at != "" && !m.isBridge():
+					return nil, fmt.Errorf("mode %q: only bridge modes take a @budget", name)
+				case at != "":
+					m.budget = at
+					m.label += ", publish buffer " + at
 				}
 				if noGzip {
 					m.noGzip = true

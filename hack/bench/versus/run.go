@@ -179,18 +179,9 @@ func (b *bench) objectsOf(m mode) int {
 
 // eventsOf is how many of the churn's events mode m sees.
 func (b *bench) eventsOf(m mode) int {
-	mix, n := b.churn.mix, 0
-	for k := range mix.total() {
-		var ns string
-		switch {
-		case k < mix.creates:
-			ns = b.layout.namespace(k)
-		case k < mix.creates+mix.updates:
-			ns = b.layout.namespace((k - mix.creates) % b.objects)
-		default:
-			ns = b.layout.namespace(k - mix.creates - mix.updates)
-		}
-		if b.owned(m, ns, "") {
+	n := 0
+	for k := range b.churn.mix.total() {
+		if b.owned(m, b.namespaceOf(b.churn.mix.at(k)), "") {
 			n++
 		}
 	}
