@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubebridge/kubebridge/internal/kubejson"
 )
 
 // truncatedObject is what is sent in place of an object too large to publish:
@@ -29,25 +31,19 @@ type truncatedMetadata struct {
 // objects from an informer cache have an empty TypeMeta, and setting it on
 // the cached object would mutate the cache, so the fields are inserted
 // into the JSON ahead of the object's own.
-func writeObject(buf *bytes.Buffer, obj runtime.Object, apiVersion, kind string, truncate bool) error {
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
+func writeObject(w *kubejson.Writer, buf *bytes.Buffer, obj runtime.Object, apiVersion, kind string, truncate bool) error {
 	if truncate {
 		m, err := meta.Accessor(obj)
 		if err != nil {
 			return err
 		}
-		err = enc.Encode(truncatedObject{APIVersion: apiVersion, Kind: kind, Metadata: truncatedMetadata{
+		return appendJSON(w, buf, truncatedObject{APIVersion: apiVersion, Kind: kind, Metadata: truncatedMetadata{
 			Name: m.GetName(), Namespace: m.GetNamespace(), UID: string(m.GetUID()),
 			ResourceVersion: m.GetResourceVersion(), Generation: m.GetGeneration(),
 		}})
-		buf.Truncate(buf.Len() - 1) // Encode's newline
-		return err
 	}
 	if !obj.GetObjectKind().GroupVersionKind().Empty() {
-		err := enc.Encode(obj)
-		buf.Truncate(buf.Len() - 1)
-		return err
+		return appendJSON(w, buf, obj)
 	}
 	start := buf.Len()
 	buf.WriteString(`{"apiVersion":`)
@@ -56,11 +52,10 @@ func writeObject(buf *bytes.Buffer, obj runtime.Object, apiVersion, kind string,
 	buf.Write(appendJSONString(nil, kind))
 	buf.WriteByte(',')
 	at := buf.Len()
-	if err := enc.Encode(obj); err != nil {
+	if err := appendJSON(w, buf, obj); err != nil {
 		buf.Truncate(start)
 		return err
 	}
-	buf.Truncate(buf.Len() - 1)
 	// Drop the object's own opening brace (and the comma before it when
 	// the object is empty) by moving the rest down in place.
 	b := buf.Bytes()
@@ -74,6 +69,26 @@ func writeObject(buf *bytes.Buffer, obj runtime.Object, apiVersion, kind string,
 	}
 	n := copy(b[cut:], b[from:])
 	buf.Truncate(cut + n)
+	return nil
+}
+
+// appendJSON appends v's JSON as encoding/json writes it with HTML
+// escaping off: kubejson's copy of those bytes, made without
+// encoding/json's allocations, or encoding/json's own where kubejson
+// declines the value, which also gives encoding/json's error.
+func appendJSON(w *kubejson.Writer, buf *bytes.Buffer, v any) error {
+	if out, err := w.Append(buf.AvailableBuffer(), v); err == nil {
+		buf.Write(out)
+		return nil
+	}
+	start := buf.Len()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		buf.Truncate(start)
+		return err
+	}
+	buf.Truncate(buf.Len() - 1) // Encode's newline
 	return nil
 }
 

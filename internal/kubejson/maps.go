@@ -1,0 +1,182 @@
+package kubejson
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+)
+
+var stringMapType = reflect.TypeFor[map[string]string]()
+
+// mapEncoder writes a map as encoding/json does: null when nil, else an
+// object with its keys sorted. Only string keys are written here; a map
+// keyed otherwise goes to encoding/json.
+func (c *compiler) mapEncoder(t reflect.Type) encodeFunc {
+	if t.Key().Kind() != reflect.String {
+		return encodeWithEncodingJSON
+	}
+	if t == stringMapType {
+		return encodeStringMap
+	}
+	elem := c.compile(t.Elem())
+	addressed := !needsUnaddressable(t.Elem(), map[reflect.Type]bool{})
+	return func(s *state, v reflect.Value) error {
+		if v.IsNil() {
+			s.buf = append(s.buf, "null"...)
+			return nil
+		}
+		if err := s.enter(); err != nil {
+			return err
+		}
+		defer s.leave()
+		return s.appendMap(v, elem, addressed)
+	}
+}
+
+// encodeStringMap writes map[string]string, the type of labels,
+// annotations and ConfigMap data, without reflection on its entries.
+func encodeStringMap(s *state, v reflect.Value) error {
+	if v.IsNil() {
+		s.buf = append(s.buf, "null"...)
+		return nil
+	}
+	m := v.Interface().(map[string]string)
+	keys := s.takeKeys()
+	defer func() { s.giveKeys(keys) }()
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	s.buf = append(s.buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			s.buf = append(s.buf, ',')
+		}
+		s.buf = appendString(s.buf, k, false)
+		s.buf = append(s.buf, ':')
+		s.buf = appendString(s.buf, m[k], false)
+	}
+	s.buf = append(s.buf, '}')
+	return nil
+}
+
+// appendMap writes a map with string keys of any type. Its entries are
+// copied into slices kept per map type (see mapScratch), unless the
+// values must stay unaddressable, which costs a copy of each value.
+func (s *state) appendMap(v reflect.Value, elem *typeEncoder, addressed bool) error {
+	n := v.Len()
+	if n == 0 {
+		s.buf = append(s.buf, "{}"...)
+		return nil
+	}
+	sc := s.mapScratch(v.Type(), n)
+	defer sc.release(n)
+	var unaddressed []reflect.Value
+	if !addressed {
+		unaddressed = make([]reflect.Value, n)
+	}
+	var iter reflect.MapIter
+	iter.Reset(v)
+	for i := 0; iter.Next(); i++ {
+		sc.keys.Index(i).SetIterKey(&iter)
+		if addressed {
+			sc.values.Index(i).SetIterValue(&iter)
+		} else {
+			unaddressed[i] = iter.Value()
+		}
+	}
+	order := sc.order[:n]
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(sc.keys.Index(a).String(), sc.keys.Index(b).String()) })
+	s.buf = append(s.buf, '{')
+	for j, i := range order {
+		if j > 0 {
+			s.buf = append(s.buf, ',')
+		}
+		s.buf = appendString(s.buf, sc.keys.Index(i).String(), false)
+		s.buf = append(s.buf, ':')
+		var value reflect.Value
+		if addressed {
+			value = sc.values.Index(i)
+		} else {
+			value = unaddressed[i]
+		}
+		if err := elem.encode(s, value); err != nil {
+			return err
+		}
+	}
+	s.buf = append(s.buf, '}')
+	return nil
+}
+
+// mapScratch holds one map type's entries while the map is written, kept
+// in the state between calls, so that writing a map costs no allocation
+// once a map of its type and size has been written. A map of the same
+// type inside one being written gets slices of its own.
+type mapScratch struct {
+	keys, values reflect.Value // slices of the key and value type
+	order        []int
+	busy         bool
+}
+
+func (s *state) mapScratch(t reflect.Type, n int) *mapScratch {
+	sc := s.maps[t]
+	if sc == nil || sc.busy {
+		sc = &mapScratch{}
+		if s.maps == nil {
+			s.maps = map[reflect.Type]*mapScratch{}
+		}
+		if s.maps[t] == nil {
+			s.maps[t] = sc
+		}
+	}
+	if !sc.keys.IsValid() || sc.keys.Len() < n {
+		size := max(n, 4)
+		sc.keys = reflect.MakeSlice(reflect.SliceOf(t.Key()), size, size)
+		sc.values = reflect.MakeSlice(reflect.SliceOf(t.Elem()), size, size)
+		sc.order = make([]int, size)
+	}
+	sc.busy = true
+	return sc
+}
+
+// release zeroes the entries copied in, so that the scratch space does
+// not keep an object's strings and values alive.
+func (sc *mapScratch) release(n int) {
+	for i := range n {
+		sc.keys.Index(i).SetZero()
+		sc.values.Index(i).SetZero()
+	}
+	sc.busy = false
+}
+
+// needsUnaddressable reports whether encoding/json could write a value of
+// t differently when it is addressable: when t, or a struct field or
+// array element held in it directly, has a MarshalJSON or MarshalText
+// method on its pointer only. Map values are not addressable, so such a
+// type is encoded from an unaddressable copy.
+func needsUnaddressable(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	if t.Kind() != reflect.Pointer && !t.Implements(marshalerType) && !t.Implements(textMarshalerType) {
+		p := reflect.PointerTo(t)
+		if p.Implements(marshalerType) || p.Implements(textMarshalerType) {
+			return true
+		}
+	}
+	switch t.Kind() {
+	case reflect.Array:
+		return needsUnaddressable(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if needsUnaddressable(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,79 @@
+package kubejson
+
+import "unicode/utf8"
+
+const hexDigits = "0123456789abcdef"
+
+// plainASCII marks the ASCII bytes encoding/json copies into a string as
+// they are; htmlSafe additionally leaves out <, > and &, which it escapes
+// when HTML escaping is on.
+var plainASCII, htmlSafe = asciiSets()
+
+func asciiSets() (plain, html [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		plain[b] = b != '"' && b != '\\'
+		html[b] = plain[b] && b != '<' && b != '>' && b != '&'
+	}
+	return plain, html
+}
+
+// appendString appends s as encoding/json writes a string: quotes and
+// backslashes escaped, control characters as \b, \f, \n, \r, \t or \u00XX,
+// invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped, and <, > and &
+// escaped only when escapeHTML is set.
+func appendString(dst []byte, s string, escapeHTML bool) []byte {
+	safe := &plainASCII
+	if escapeHTML {
+		safe = &htmlSafe
+	}
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if safe[b] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		// U+2028 and U+2029 end a line in JavaScript source, so
+		// encoding/json escapes them whatever the HTML setting.
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,115 @@
+package kubejson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"sync"
+)
+
+// maxDepth bounds how deep Append follows pointers, maps and slices. No
+// Kubernetes object comes near it; a cyclic value does, and is then left
+// to encoding/json, which reports the cycle.
+const maxDepth = 1000
+
+// errTooDeep ends an encoding that went past maxDepth.
+var errTooDeep = errors.New("kubejson: value nested too deeply")
+
+// Writer appends values as JSON. The zero Writer is ready to use, and it
+// is safe for concurrent use: what it keeps is the encoder compiled for
+// each type it has seen, bounded by the number of types, and scratch
+// space for sorting map keys.
+type Writer struct {
+	encoders sync.Map // reflect.Type → *typeEncoder
+	scratch  sync.Pool
+}
+
+// Append appends the JSON encoding of v to dst, as encoding/json's
+// Encoder.Encode with SetEscapeHTML(false) writes it, without the
+// trailing newline. On an error dst's length is not meaningful beyond
+// len(dst) on entry: the caller keeps dst[:len(dst)] and encodes v some
+// other way (with encoding/json, which reproduces the error).
+func (w *Writer) Append(dst []byte, v any) ([]byte, error) {
+	if v == nil {
+		return append(dst, "null"...), nil
+	}
+	s := w.state()
+	defer w.scratch.Put(s)
+	s.buf = dst
+	rv := reflect.ValueOf(v)
+	err := w.encoderFor(rv.Type()).encode(s, rv)
+	dst = s.buf
+	s.buf = nil
+	return dst, err
+}
+
+// state is one Append's working space.
+type state struct {
+	w     *Writer
+	buf   []byte
+	depth int
+	// spareKeys holds slices for sorting map keys, one taken per map
+	// being written.
+	spareKeys [][]string
+	// quantity is scratch space for a Quantity's canonical form.
+	quantity []byte
+	// maps holds scratch space for writing maps, by map type.
+	maps map[reflect.Type]*mapScratch
+	// fallback is where encoding/json writes the values handed to it.
+	fallback bytes.Buffer
+}
+
+func (w *Writer) state() *state {
+	if s, ok := w.scratch.Get().(*state); ok {
+		return s
+	}
+	return &state{w: w}
+}
+
+// enter counts one level of nesting; leave undoes it.
+func (s *state) enter() error {
+	s.depth++
+	if s.depth > maxDepth {
+		return errTooDeep
+	}
+	return nil
+}
+
+func (s *state) leave() { s.depth-- }
+
+func (s *state) takeKeys() []string {
+	if n := len(s.spareKeys); n > 0 {
+		keys := s.spareKeys[n-1]
+		s.spareKeys = s.spareKeys[:n-1]
+		return keys
+	}
+	return nil
+}
+
+// giveKeys keeps keys for the next map, without holding on to its strings.
+func (s *state) giveKeys(keys []string) {
+	clear(keys)
+	s.spareKeys = append(s.spareKeys, keys[:0])
+}
+
+// withEncodingJSON appends v as encoding/json writes it: an addressable
+// value through its address, so that methods with pointer receivers are
+// used exactly when encoding/json uses them.
+func (s *state) withEncodingJSON(v reflect.Value) error {
+	var x any
+	if v.CanAddr() {
+		x = v.Addr().Interface()
+	} else {
+		x = v.Interface()
+	}
+	s.fallback.Reset()
+	enc := json.NewEncoder(&s.fallback)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(x); err != nil {
+		return err
+	}
+	out := s.fallback.Bytes()
+	s.buf = append(s.buf, out[:len(out)-1]...) // Encode's newline
+	return nil
+}
