@@ -68,7 +68,13 @@ func (s Subjects) AllMarkers() string {
 // Object is the subject of one object. The verb is not part of it, so the
 // last message on an object's subject is that object's current state.
 func (s Subjects) Object(t Type, namespace, name string) string {
-	return s.Type(t) + "." + objectSuffix(namespace, name)
+	// One concatenation: the bridge builds a subject for every event.
+	v := "*"
+	if t.Version != "" {
+		v = EscapeToken(t.Version)
+	}
+	return s.Prefix + "." + s.Cluster + "." + groupToken(t.Group) + "." + v + "." + EscapeToken(t.Resource) + "." +
+		namespaceToken(namespace) + "." + EscapeToken(name)
 }
 
 // Namespace matches every object of one type in one namespace ("" for the

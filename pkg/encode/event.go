@@ -272,14 +272,17 @@ func (e *Encoder) setCommon(m *ceMessage, kind, apiVersion, term string) {
 // source is the cluster plus the API path of the collection the object is
 // listed from, e.g. k8s://prod/apis/apps/v1/namespaces/web/deployments.
 func source(cluster string, r *informers.Resource, namespace string) string {
-	path := "/api/" + r.GVR.Version
-	if r.GVR.Group != "" {
-		path = "/apis/" + r.GVR.Group + "/" + r.GVR.Version
+	// Each case one concatenation, one allocation: every event has a source.
+	g := r.GVR
+	switch {
+	case g.Group == "" && namespace == "":
+		return "k8s://" + cluster + "/api/" + g.Version + "/" + g.Resource
+	case g.Group == "":
+		return "k8s://" + cluster + "/api/" + g.Version + "/namespaces/" + namespace + "/" + g.Resource
+	case namespace == "":
+		return "k8s://" + cluster + "/apis/" + g.Group + "/" + g.Version + "/" + g.Resource
 	}
-	if namespace != "" {
-		path += "/namespaces/" + namespace
-	}
-	return "k8s://" + cluster + path + "/" + r.GVR.Resource
+	return "k8s://" + cluster + "/apis/" + g.Group + "/" + g.Version + "/namespaces/" + namespace + "/" + g.Resource
 }
 
 // setScope stamps the scope a type is watched with on its begin marker.

@@ -48,8 +48,10 @@ const (
 // with cenats.Message, which must give the same headers.
 type ceMessage struct {
 	header nats.Header
-	// values backs every header's one-value slice: one allocation for all.
-	values []string
+	// values backs every header's one-value slice, in the same
+	// allocation as the message.
+	values [maxHeaders]string
+	n      int
 }
 
 // maxHeaders is the most headers one event gets: the required attributes,
@@ -58,7 +60,7 @@ type ceMessage struct {
 const maxHeaders = 24
 
 func newCEMessage(typ, id, source string, at time.Time) *ceMessage {
-	m := &ceMessage{header: make(nats.Header, maxHeaders), values: make([]string, 0, maxHeaders)}
+	m := &ceMessage{header: make(nats.Header, maxHeaders)}
 	m.set(hSpecVersion, "1.0")
 	m.set(hType, typ)
 	m.set(hID, id)
@@ -70,9 +72,13 @@ func newCEMessage(typ, id, source string, at time.Time) *ceMessage {
 // set gives key the one value v; nats.Header.Set would allocate a slice
 // per header.
 func (m *ceMessage) set(key, v string) {
-	m.values = append(m.values, v)
-	n := len(m.values)
-	m.header[key] = m.values[n-1 : n : n]
+	if m.n == len(m.values) {
+		m.header[key] = []string{v}
+		return
+	}
+	m.values[m.n] = v
+	m.n++
+	m.header[key] = m.values[m.n-1 : m.n : m.n]
 }
 
 func (m *ceMessage) setInt(key string, v int) { m.set(key, strconv.Itoa(v)) }

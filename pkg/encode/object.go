@@ -47,9 +47,9 @@ func writeObject(w *kubejson.Writer, buf *bytes.Buffer, obj runtime.Object, apiV
 	}
 	start := buf.Len()
 	buf.WriteString(`{"apiVersion":`)
-	buf.Write(appendJSONString(nil, apiVersion))
+	buf.Write(appendJSONString(buf.AvailableBuffer(), apiVersion))
 	buf.WriteString(`,"kind":`)
-	buf.Write(appendJSONString(nil, kind))
+	buf.Write(appendJSONString(buf.AvailableBuffer(), kind))
 	buf.WriteByte(',')
 	at := buf.Len()
 	if err := appendJSON(w, buf, obj); err != nil {
