@@ -26,9 +26,8 @@ func kubernetesEncoder(t reflect.Type) encodeFunc {
 	case timeType:
 		return encodeTime
 	case quantityType:
-		if f, ok := quantityType.FieldByName("s"); ok && f.Type.Kind() == reflect.String {
-			cached := f.Index
-			return func(s *state, v reflect.Value) error { return s.appendQuantity(v, cached) }
+		if fields, ok := findQuantityFields(); ok {
+			return func(s *state, v reflect.Value) error { return s.appendQuantity(v, fields) }
 		}
 	case intOrStringType:
 		return encodeIntOrString
@@ -51,35 +50,6 @@ func encodeTime(s *state, v reflect.Value) error {
 	}
 	s.buf = append(s.buf, '"')
 	s.buf = t.UTC().AppendFormat(s.buf, time.RFC3339)
-	s.buf = append(s.buf, '"')
-	return nil
-}
-
-// appendQuantity writes what resource.Quantity.MarshalJSON returns: the
-// canonical form it cached (its unexported field s, read by reflection,
-// which is allowed for reading), else the canonical form computed into
-// scratch space. CanonicalizeBytes only reads the quantity, so calling
-// it on an object in an informer's cache is safe.
-func (s *state) appendQuantity(v reflect.Value, cached []int) error {
-	if c := v.FieldByIndex(cached).String(); c != "" {
-		s.buf = append(s.buf, '"')
-		s.buf = append(s.buf, c...)
-		s.buf = append(s.buf, '"')
-		return nil
-	}
-	if !v.CanAddr() {
-		return s.withEncodingJSON(v)
-	}
-	q := v.Addr().Interface().(*resource.Quantity)
-	if s.quantity == nil {
-		s.quantity = make([]byte, 0, 64)
-	}
-	// What CanonicalizeBytes returns may be apimachinery's own memory
-	// (its "0"): it is copied, never kept as scratch space to append to.
-	number, suffix := q.CanonicalizeBytes(s.quantity[:0])
-	s.buf = append(s.buf, '"')
-	s.buf = append(s.buf, number...)
-	s.buf = append(s.buf, suffix...)
 	s.buf = append(s.buf, '"')
 	return nil
 }

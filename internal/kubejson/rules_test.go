@@ -188,7 +188,11 @@ func TestSameAsEncodingJSON(t *testing.T) {
 		"duration":                       &metav1.Duration{Duration: 90 * time.Second},
 		"quantities": []resource.Quantity{resource.MustParse("1Gi"), resource.MustParse("1.5"), resource.MustParse("100e3"), resource.MustParse("-7Ki"),
 			resource.MustParse("0.001"), resource.MustParse("12345678901234567890"), *resource.NewMilliQuantity(1500, resource.DecimalSI),
-			*resource.NewQuantity(1025, resource.BinarySI), *resource.NewScaledQuantity(3, 9), {}, cached},
+			*resource.NewQuantity(1025, resource.BinarySI), *resource.NewScaledQuantity(3, 9), {}, cached,
+			// One amount in three formats, twice: the canonical forms
+			// remembered must be told apart by format.
+			*resource.NewQuantity(1<<20, resource.BinarySI), *resource.NewQuantity(1<<20, resource.DecimalSI), *resource.NewQuantity(1<<20, resource.DecimalExponent),
+			*resource.NewQuantity(1<<20, resource.DecimalSI), *resource.NewQuantity(1<<20, resource.BinarySI), *resource.NewQuantity(1<<20, resource.DecimalExponent)},
 		"int or string":     []intstr.IntOrString{intstr.FromInt32(-8080), intstr.FromString("http<&>"), intstr.FromString("25%")},
 		"bad int or string": []intstr.IntOrString{{Type: 7}},
 		"raw extension":     []runtime.RawExtension{{Raw: []byte(` {"a" : 1} `)}, {}},

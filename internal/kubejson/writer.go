@@ -52,8 +52,10 @@ type state struct {
 	// spareKeys holds slices for sorting map keys, one taken per map
 	// being written.
 	spareKeys [][]string
-	// quantity is scratch space for a Quantity's canonical form.
-	quantity []byte
+	// quantity is scratch space for a Quantity's canonical form, and
+	// quantities the canonical forms computed so far.
+	quantity   []byte
+	quantities map[quantityKey]string
 	// maps holds scratch space for writing maps, by map type.
 	maps map[reflect.Type]*mapScratch
 	// fallback is where encoding/json writes the values handed to it.
