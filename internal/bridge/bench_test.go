@@ -2,7 +2,9 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,8 +33,8 @@ var benchPods = &informers.Resource{GVR: corev1.SchemeGroupVersion.WithResource(
 // sequence, as the bridge does (the unfenced ones show what that costs).
 func BenchmarkPipelineUpdatedPods(b *testing.B) {
 	for _, storage := range []string{"file", "memory"} {
-		b.Run(storage, func(b *testing.B) { benchPipeline(b, startNATS(b).url(), storage, 1, false) })
-		b.Run(storage+"-fenced", func(b *testing.B) { benchPipeline(b, startNATS(b).url(), storage, 1, true) })
+		b.Run(storage, func(b *testing.B) { benchPipeline(b, benchNATS(b), storage, 1, false) })
+		b.Run(storage+"-fenced", func(b *testing.B) { benchPipeline(b, benchNATS(b), storage, 1, true) })
 	}
 }
 
@@ -41,7 +43,7 @@ func BenchmarkPipelineUpdatedPods(b *testing.B) {
 // on a cluster of three in-process servers (R3, BRIDGE_STREAM_REPLICAS=3,
 // as overlays/with-nats runs it), in the same run: what replication costs.
 func BenchmarkPipelineReplicas(b *testing.B) {
-	b.Run("R1", func(b *testing.B) { benchPipeline(b, startNATS(b).url(), "file", 1, true) })
+	b.Run("R1", func(b *testing.B) { benchPipeline(b, benchNATS(b), "file", 1, true) })
 	b.Run("R3", func(b *testing.B) { benchPipeline(b, startNATSCluster(b, 3), "file", 3, true) })
 }
 
@@ -56,8 +58,25 @@ func BenchmarkRawPublish(b *testing.B) {
 	}
 }
 
+// benchNATS is the server the benchmarks publish to: one started in this
+// process, or, when KUBEBRIDGE_BENCH_NATS_URL names one, that server, so
+// that the process's CPU profile and allocation counts are the bridge's
+// alone. The stream the benchmark uses is deleted there first.
+func benchNATS(b *testing.B) string {
+	url := os.Getenv("KUBEBRIDGE_BENCH_NATS_URL")
+	if url == "" {
+		return startNATS(b).url()
+	}
+	_, js := connect(b, url)
+	name := testConfig(b, nil).StreamName
+	if err := js.DeleteStream(context.Background(), name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		b.Fatal(err)
+	}
+	return url
+}
+
 func benchRawPublish(b *testing.B, storage string) {
-	_, nc, js := startConnectedNATS(b)
+	nc, js := connect(b, benchNATS(b))
 	cfg := testConfig(b, map[string]string{"BRIDGE_STREAM_STORAGE": storage})
 	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
 	if _, err := ensureStream(context.Background(), js, cfg, subjects, func(error) {}); err != nil {

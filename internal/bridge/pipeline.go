@@ -60,6 +60,9 @@ func (p *pipeline) run(soft, hard context.Context) {
 	jobs := make(chan job, p.workers*2)
 	// Few slots: encoded messages waiting here are outside the budget.
 	ordered := make(chan chan sink.Envelope, p.workers*4)
+	// Slots the collector has emptied, for the next changes to reuse: a
+	// slot is written once by its encoder and read once by the collector.
+	free := make(chan chan sink.Envelope, cap(ordered)+1)
 	var wg sync.WaitGroup
 	for range p.workers {
 		wg.Add(1)
@@ -74,7 +77,7 @@ func (p *pipeline) run(soft, hard context.Context) {
 	go func() {
 		defer close(collected)
 		defer close(p.out)
-		p.collect(hard, ordered)
+		p.collect(hard, ordered, free)
 	}()
 
 	send := func(w work) bool {
@@ -86,7 +89,12 @@ func (p *pipeline) run(soft, hard context.Context) {
 		if w.c.Verb == informers.SnapshotBegin {
 			p.items.open(w.c.SnapshotID)
 		}
-		slot := make(chan sink.Envelope, 1)
+		var slot chan sink.Envelope
+		select {
+		case slot = <-free:
+		default:
+			slot = make(chan sink.Envelope, 1)
+		}
 		select {
 		case ordered <- slot:
 		case <-hard.Done():
@@ -134,13 +142,17 @@ func (p *pipeline) run(soft, hard context.Context) {
 }
 
 // collect hands envelopes on in order, each once the budget has room for it.
-func (p *pipeline) collect(hard context.Context, ordered <-chan chan sink.Envelope) {
+func (p *pipeline) collect(hard context.Context, ordered <-chan chan sink.Envelope, free chan<- chan sink.Envelope) {
 	for slot := range ordered {
 		var env sink.Envelope
 		select {
 		case env = <-slot:
 		case <-hard.Done():
 			return
+		}
+		select {
+		case free <- slot:
+		default:
 		}
 		if env.Msg == nil && env.Build == nil {
 			continue
@@ -168,7 +180,6 @@ func (p *pipeline) collect(hard context.Context, ordered <-chan chan sink.Envelo
 // marker that cannot be encoded, in its snapshot's failure.
 func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 	c := w.c
-	resource := c.Resource.String()
 	verb, snapshotID := c.Verb, c.SnapshotID
 	f := &flight{w: w}
 	if verb == informers.SnapshotItem {
@@ -182,7 +193,7 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 			c.SnapshotCount = f.endCount
 			enc, err := p.encoder.EncodeWithin(c, p.maxPayload())
 			if err != nil {
-				p.metrics.EncodeErrors.WithLabelValues(resource).Inc()
+				p.metrics.EncodeErrors.WithLabelValues(c.Resource.String()).Inc()
 				return nil, err
 			}
 			return enc.Msg, nil
@@ -197,9 +208,9 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 		enc, err = p.encoder.EncodeWithin(c, limit)
 	}
 	if err != nil {
-		p.metrics.EncodeErrors.WithLabelValues(resource).Inc()
+		p.metrics.EncodeErrors.WithLabelValues(c.Resource.String()).Inc()
 		if verb.IsMarker() {
-			logger.Error(err, "Cannot encode a snapshot marker", "resource", resource, "snapshotID", snapshotID)
+			logger.Error(err, "Cannot encode a snapshot marker", "resource", c.Resource.String(), "snapshotID", snapshotID)
 			p.markers.done(snapshotID, markerResult{err: err})
 			return sink.Envelope{}
 		}
@@ -207,7 +218,7 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 		return sink.Envelope{}
 	}
 	if enc.Truncated {
-		p.metrics.OversizeObjects.WithLabelValues(resource).Inc()
+		p.metrics.OversizeObjects.WithLabelValues(c.Resource.String()).Inc()
 		logger.Info("Object exceeds the message size limit; published without its content (truncated=true)", "subject", enc.Msg.Subject, "id", enc.ID, "limit", limit)
 	}
 	f.enc = enc
