@@ -50,6 +50,7 @@ func child(args []string) error {
 	wait := fs.Bool("wait", false, `after the first measurement, wait for "measure N" on stdin, then for N informer events, and measure again`)
 	namespaces := fs.Int("namespaces", 1, "the objects' namespaces: with more than one, informers watch all namespaces with the benchmark's label selector")
 	shardFlag := fs.String("shard", "0/1", "the shard i/N of the typed-shard mode")
+	scrapeEvery := fs.Duration("scrape-interval", 15*time.Second, "how often a bridge mode's /metrics is read for its pending and buffer gauges")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func child(args []string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ctx = klog.NewContext(ctx, klog.Background().WithName(name))
-	var pk peaks
+	pk := peaks{scrapeEvery: *scrapeEvery}
 	if *heapProfile != "" {
 		pk.peakProfile = strings.TrimSuffix(*heapProfile, ".pprof") + "-peak.pprof"
 	}

@@ -96,7 +96,9 @@ type bench struct {
 	objects    int
 	size       int
 	settle     time.Duration
-	profiles   string
+	// scrapeEvery is how often a bridge child reads its own /metrics.
+	scrapeEvery time.Duration
+	profiles    string
 	// cpuProfiles is -cpuprofile's directory.
 	cpuProfiles string
 	memLimit    string
@@ -118,6 +120,7 @@ func parent() error {
 	only := flag.String("modes", "", "comma-separated modes to run (default all: "+modeNames()+"); bridge modes take a publish buffer suffix, e.g. bridge-typed@8Mi")
 	workers := flag.Int("workers", 16, "goroutines creating ConfigMaps")
 	settle := flag.Duration("settle", 2*time.Second, "how long each child sleeps after runtime.GC() before measuring")
+	scrapeEvery := flag.Duration("scrape-interval", 15*time.Second, "how often a bridge child reads its /metrics for the pending and publish buffer peaks (a Prometheus scrape's cost, in the CPU measured); 200ms was the fixed rate before")
 	profiles := flag.String("heapprofile", "", "if set, a directory where each child writes <mode>.pprof (heap, after the last measurement) and <mode>-peak.pprof (at the peak of its live heap)")
 	cpuProfiles := flag.String("cpuprofile", "", "a directory where each child writes <mode>-ready-cpu.pprof, a CPU profile from its start to ready (the cache sync; for the bridge, the start-up snapshot stored), and with -churn <mode>-churn-cpu.pprof, one of the churn, from the end of its ready measurement to the last update seen")
 	memLimit := flag.String("child-gomemlimit", "", "GOMEMLIMIT of every child, e.g. 256MiB (the deployment sets the pod's memory limit); empty leaves it unset")
@@ -203,7 +206,7 @@ func parent() error {
 		return err
 	}
 
-	b := &bench{env: env, cs: cs, self: self, kubeconfig: kubeconfig, objects: *objects, size: *size, settle: *settle, profiles: *profiles, cpuProfiles: *cpuProfiles,
+	b := &bench{env: env, cs: cs, self: self, kubeconfig: kubeconfig, objects: *objects, size: *size, settle: *settle, scrapeEvery: *scrapeEvery, profiles: *profiles, cpuProfiles: *cpuProfiles,
 		memLimit: *memLimit, churn: churnOptions{mix: mix, rate: *churnRate, workers: *churnWorkers, outage: *outage, outageAfter: *outageAfter},
 		layout: l}
 	var runs []run

@@ -24,7 +24,7 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 	defer cancel()
 	natsURL := b.env.NATSURL()
 	args := []string{"child", m.name, "-kubeconfig", b.kubeconfig, "-nats", natsURL, "-settle", b.settle.String(), "-stream", streamName(m),
-		"-namespaces", strconv.Itoa(b.layout.namespaces), "-shard", m.shard.String()}
+		"-namespaces", strconv.Itoa(b.layout.namespaces), "-shard", m.shard.String(), "-scrape-interval", b.scrapeEvery.String()}
 	if m.budget != "" {
 		args = append(args, "-budget", m.budget)
 	}
