@@ -165,11 +165,7 @@ func encodeString(s *state, v reflect.Value) error {
 }
 
 func encodeInterface(s *state, v reflect.Value) error {
-	if v.IsNil() {
-		s.buf = append(s.buf, "null"...)
-		return nil
-	}
-	if err := s.enter(); err != nil {
+	if ok, err := s.open(v.IsNil()); !ok {
 		return err
 	}
 	defer s.leave()
@@ -180,11 +176,7 @@ func encodeInterface(s *state, v reflect.Value) error {
 func (c *compiler) pointerEncoder(t reflect.Type) encodeFunc {
 	elem := c.compile(t.Elem())
 	return func(s *state, v reflect.Value) error {
-		if v.IsNil() {
-			s.buf = append(s.buf, "null"...)
-			return nil
-		}
-		if err := s.enter(); err != nil {
+		if ok, err := s.open(v.IsNil()); !ok {
 			return err
 		}
 		defer s.leave()
@@ -201,11 +193,7 @@ func (c *compiler) sliceEncoder(t reflect.Type) encodeFunc {
 	}
 	array := c.arrayEncoder(t)
 	return func(s *state, v reflect.Value) error {
-		if v.IsNil() {
-			s.buf = append(s.buf, "null"...)
-			return nil
-		}
-		if err := s.enter(); err != nil {
+		if ok, err := s.open(v.IsNil()); !ok {
 			return err
 		}
 		defer s.leave()

@@ -21,11 +21,7 @@ func (c *compiler) mapEncoder(t reflect.Type) encodeFunc {
 	elem := c.compile(t.Elem())
 	addressed := !needsUnaddressable(t.Elem(), map[reflect.Type]bool{})
 	return func(s *state, v reflect.Value) error {
-		if v.IsNil() {
-			s.buf = append(s.buf, "null"...)
-			return nil
-		}
-		if err := s.enter(); err != nil {
+		if ok, err := s.open(v.IsNil()); !ok {
 			return err
 		}
 		defer s.leave()

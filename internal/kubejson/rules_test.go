@@ -258,3 +258,24 @@ func TestAppendWritesKubernetesTypesItself(t *testing.T) {
 		t.Errorf("a string: %s, %v", out, err)
 	}
 }
+
+// TestDepthDoesNotLeak: a value found too deep leaves the nesting count
+// as it was, and Append starts every value at depth 0 whatever a pooled
+// state held, so one failure cannot make later values fail.
+func TestDepthDoesNotLeak(t *testing.T) {
+	s := &state{depth: maxDepth}
+	if ok, err := s.open(false); ok || !errors.Is(err, errTooDeep) {
+		t.Fatalf("open at maxDepth: %v, %v; want false, errTooDeep", ok, err)
+	}
+	if s.depth != maxDepth {
+		t.Fatalf("depth after a refused open: %d, want %d", s.depth, maxDepth)
+	}
+	var w Writer
+	for range 20 {
+		// The pool may hand this state to the next Append, or drop it.
+		w.scratch.Put(&state{w: &w, depth: maxDepth})
+		if _, err := w.Append(nil, &metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "b"}}); err != nil {
+			t.Fatalf("Append with a pooled state left at maxDepth: %v", err)
+		}
+	}
+}

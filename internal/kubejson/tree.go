@@ -40,11 +40,7 @@ func (s *state) appendTree(x any) error {
 }
 
 func (s *state) appendTreeMap(m map[string]any) error {
-	if m == nil {
-		s.buf = append(s.buf, "null"...)
-		return nil
-	}
-	if err := s.enter(); err != nil {
+	if ok, err := s.open(m == nil); !ok {
 		return err
 	}
 	defer s.leave()
@@ -70,11 +66,7 @@ func (s *state) appendTreeMap(m map[string]any) error {
 }
 
 func (s *state) appendTreeSlice(items []any) error {
-	if items == nil {
-		s.buf = append(s.buf, "null"...)
-		return nil
-	}
-	if err := s.enter(); err != nil {
+	if ok, err := s.open(items == nil); !ok {
 		return err
 	}
 	defer s.leave()

@@ -36,7 +36,7 @@ func (w *Writer) Append(dst []byte, v any) ([]byte, error) {
 	}
 	s := w.state()
 	defer w.scratch.Put(s)
-	s.buf = dst
+	s.buf, s.depth = dst, 0
 	rv := reflect.ValueOf(v)
 	err := w.encoderFor(rv.Type()).encode(s, rv)
 	dst = s.buf
@@ -69,13 +69,19 @@ func (w *Writer) state() *state {
 	return &state{w: w}
 }
 
-// enter counts one level of nesting; leave undoes it.
-func (s *state) enter() error {
-	s.depth++
-	if s.depth > maxDepth {
-		return errTooDeep
+// open starts a value that holds others: for a nil one it writes null
+// and reports false; else it counts one level of nesting, which leave
+// undoes, and reports false with errTooDeep past maxDepth.
+func (s *state) open(isNil bool) (bool, error) {
+	if isNil {
+		s.buf = append(s.buf, "null"...)
+		return false, nil
 	}
-	return nil
+	if s.depth == maxDepth {
+		return false, errTooDeep
+	}
+	s.depth++
+	return true, nil
 }
 
 func (s *state) leave() { s.depth-- }
