@@ -105,14 +105,18 @@ func (c *compiler) build(t reflect.Type) encodeFunc {
 // hasOwnEncoding reports whether encoding/json writes t through a
 // MarshalJSON or MarshalText method, for values or for addressable ones.
 func hasOwnEncoding(t reflect.Type) bool {
-	if t.Implements(marshalerType) || t.Implements(textMarshalerType) {
-		return true
-	}
-	if t.Kind() == reflect.Pointer {
-		return false
-	}
-	p := reflect.PointerTo(t)
-	return p.Implements(marshalerType) || p.Implements(textMarshalerType)
+	return marshals(t) || marshalsByPointer(t)
+}
+
+// marshals reports whether t has MarshalJSON or MarshalText.
+func marshals(t reflect.Type) bool {
+	return t.Implements(marshalerType) || t.Implements(textMarshalerType)
+}
+
+// marshalsByPointer reports whether only *t has MarshalJSON or
+// MarshalText, which encoding/json then uses for addressable values only.
+func marshalsByPointer(t reflect.Type) bool {
+	return t.Kind() != reflect.Pointer && !marshals(t) && marshals(reflect.PointerTo(t))
 }
 
 func encodeWithEncodingJSON(s *state, v reflect.Value) error { return s.withEncodingJSON(v) }
@@ -186,8 +190,7 @@ func (c *compiler) pointerEncoder(t reflect.Type) encodeFunc {
 
 func (c *compiler) sliceEncoder(t reflect.Type) encodeFunc {
 	if t.Elem().Kind() == reflect.Uint8 {
-		p := reflect.PointerTo(t.Elem())
-		if !p.Implements(marshalerType) && !p.Implements(textMarshalerType) {
+		if !marshals(reflect.PointerTo(t.Elem())) {
 			return encodeBytes
 		}
 	}

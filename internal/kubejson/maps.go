@@ -37,12 +37,8 @@ func encodeStringMap(s *state, v reflect.Value) error {
 		return nil
 	}
 	m := v.Interface().(map[string]string)
-	keys := s.takeKeys()
-	defer func() { s.giveKeys(keys) }()
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := sortedKeys(s, m)
+	defer s.giveKeys(keys)
 	s.buf = append(s.buf, '{')
 	for i, k := range keys {
 		if i > 0 {
@@ -158,11 +154,8 @@ func needsUnaddressable(t reflect.Type, seen map[reflect.Type]bool) bool {
 		return false
 	}
 	seen[t] = true
-	if t.Kind() != reflect.Pointer && !t.Implements(marshalerType) && !t.Implements(textMarshalerType) {
-		p := reflect.PointerTo(t)
-		if p.Implements(marshalerType) || p.Implements(textMarshalerType) {
-			return true
-		}
+	if marshalsByPointer(t) {
+		return true
 	}
 	switch t.Kind() {
 	case reflect.Array:

@@ -2,7 +2,6 @@ package kubejson
 
 import (
 	"errors"
-	"slices"
 	"strconv"
 )
 
@@ -44,12 +43,8 @@ func (s *state) appendTreeMap(m map[string]any) error {
 		return err
 	}
 	defer s.leave()
-	keys := s.takeKeys()
-	defer func() { s.giveKeys(keys) }()
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := sortedKeys(s, m)
+	defer s.giveKeys(keys)
 	s.buf = append(s.buf, '{')
 	for i, k := range keys {
 		if i > 0 {

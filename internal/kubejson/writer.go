@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"sync"
 )
 
@@ -86,13 +87,19 @@ func (s *state) open(isNil bool) (bool, error) {
 
 func (s *state) leave() { s.depth-- }
 
-func (s *state) takeKeys() []string {
+// sortedKeys is m's keys in order, in a slice taken from s; hand it back
+// with giveKeys once the map is written.
+func sortedKeys[V any](s *state, m map[string]V) []string {
+	var keys []string
 	if n := len(s.spareKeys); n > 0 {
-		keys := s.spareKeys[n-1]
+		keys = s.spareKeys[n-1]
 		s.spareKeys = s.spareKeys[:n-1]
-		return keys
 	}
-	return nil
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // giveKeys keeps keys for the next map, without holding on to its strings.

@@ -32,11 +32,18 @@ func (s Subjects) ClusterWildcard() string { return s.Prefix + "." + s.Cluster +
 // an empty version is the * wildcard, for readers that take a type at
 // whatever version it is published.
 func (s Subjects) Type(t Type) string {
-	v := "*"
+	group, version, resource := typeTokens(t)
+	return s.clusterPrefix() + group + "." + version + "." + resource
+}
+
+// typeTokens are a type's group, version and resource tokens; an empty
+// version is the * wildcard.
+func typeTokens(t Type) (group, version, resource string) {
+	version = "*"
 	if t.Version != "" {
-		v = EscapeToken(t.Version)
+		version = EscapeToken(t.Version)
 	}
-	return s.clusterPrefix() + groupToken(t.Group) + "." + v + "." + EscapeToken(t.Resource)
+	return groupToken(t.Group), version, EscapeToken(t.Resource)
 }
 
 func (s Subjects) clusterPrefix() string { return s.Prefix + "." + s.Cluster + "." }
@@ -68,12 +75,10 @@ func (s Subjects) AllMarkers() string {
 // Object is the subject of one object. The verb is not part of it, so the
 // last message on an object's subject is that object's current state.
 func (s Subjects) Object(t Type, namespace, name string) string {
-	// One concatenation: the bridge builds a subject for every event.
-	v := "*"
-	if t.Version != "" {
-		v = EscapeToken(t.Version)
-	}
-	return s.Prefix + "." + s.Cluster + "." + groupToken(t.Group) + "." + v + "." + EscapeToken(t.Resource) + "." +
+	// One concatenation, not Type's and then another: the bridge builds
+	// a subject for every event.
+	group, version, resource := typeTokens(t)
+	return s.Prefix + "." + s.Cluster + "." + group + "." + version + "." + resource + "." +
 		namespaceToken(namespace) + "." + EscapeToken(name)
 }
 

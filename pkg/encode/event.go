@@ -272,17 +272,27 @@ func (e *Encoder) setCommon(m *ceMessage, kind, apiVersion, term string) {
 // source is the cluster plus the API path of the collection the object is
 // listed from, e.g. k8s://prod/apis/apps/v1/namespaces/web/deployments.
 func source(cluster string, r *informers.Resource, namespace string) string {
-	// Each case one concatenation, one allocation: every event has a source.
 	g := r.GVR
-	switch {
-	case g.Group == "" && namespace == "":
-		return "k8s://" + cluster + "/api/" + g.Version + "/" + g.Resource
-	case g.Group == "":
-		return "k8s://" + cluster + "/api/" + g.Version + "/namespaces/" + namespace + "/" + g.Resource
-	case namespace == "":
-		return "k8s://" + cluster + "/apis/" + g.Group + "/" + g.Version + "/" + g.Resource
+	var b strings.Builder
+	// One allocation: every event has a source.
+	b.Grow(len("k8s://") + len(cluster) + len("/apis/") + len(g.Group) + len(g.Version) + len("/namespaces/") + len(namespace) + len(g.Resource) + 2)
+	b.WriteString("k8s://")
+	b.WriteString(cluster)
+	if g.Group == "" {
+		b.WriteString("/api/")
+	} else {
+		b.WriteString("/apis/")
+		b.WriteString(g.Group)
+		b.WriteByte('/')
 	}
-	return "k8s://" + cluster + "/apis/" + g.Group + "/" + g.Version + "/namespaces/" + namespace + "/" + g.Resource
+	b.WriteString(g.Version)
+	if namespace != "" {
+		b.WriteString("/namespaces/")
+		b.WriteString(namespace)
+	}
+	b.WriteByte('/')
+	b.WriteString(g.Resource)
+	return b.String()
 }
 
 // setScope stamps the scope a type is watched with on its begin marker.
