@@ -1,7 +1,9 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -58,11 +60,21 @@ func (r *recordingStream) PublishMsgAsync(m *nats.Msg, _ ...jetstream.PublishOpt
 		r.mu.Unlock()
 		return nil, nats.ErrMaxPayload
 	}
-	r.stored = append(r.stored, m)
+	// A copy, as a server keeps: the pipeline reuses a message once
+	// it is acknowledged.
+	r.stored = append(r.stored, &nats.Msg{Subject: m.Subject, Header: cloneHeader(m.Header), Data: bytes.Clone(m.Data)})
 	r.mu.Unlock()
 	f := ackedFuture{ok: make(chan *jetstream.PubAck, 1), err: make(chan error, 1), m: m}
 	f.ok <- &jetstream.PubAck{Stream: "S"}
 	return f, nil
+}
+
+func cloneHeader(h nats.Header) nats.Header {
+	out := make(nats.Header, len(h))
+	for k, v := range h {
+		out[k] = slices.Clone(v)
+	}
+	return out
 }
 
 func (r *recordingStream) messages() []*nats.Msg {

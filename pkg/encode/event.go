@@ -55,8 +55,10 @@ type Encoder struct {
 	lastObjectSize atomic.Int64
 	// json writes the objects: encoding/json's bytes, fewer allocations.
 	json kubejson.Writer
-	// buffers holds payload buffers handed back with Encoded.Release.
-	buffers sync.Pool
+	// buffers holds payload buffers handed back with Encoded.Release,
+	// and messages the messages (header maps included).
+	buffers  sync.Pool
+	messages sync.Pool
 }
 
 // Encoded is one message ready to publish.
@@ -68,9 +70,11 @@ type Encoded struct {
 	// and only their identifying metadata was sent.
 	Truncated bool
 
-	// buf holds Msg.Data, and from holds the pool it goes back to.
-	buf  *bytes.Buffer
-	from *sync.Pool
+	// buf holds Msg.Data, m holds Msg, and e is the encoder they go
+	// back to.
+	buf *bytes.Buffer
+	m   *ceMessage
+	e   *Encoder
 }
 
 // maxPooledBuffer is the largest payload buffer kept for reuse: the rare
@@ -78,13 +82,21 @@ type Encoded struct {
 // held for small events.
 const maxPooledBuffer = 256 << 10
 
-// Release hands the payload's buffer back to the encoder that made it, for
-// a later event to reuse, saving an allocation of the event's size. Call
-// it at most once, and only when nothing will read Msg again: JetStream
-// stored it, or refused it for good. Not calling it is always safe.
+// Release hands the message, its headers and its payload's buffer back to
+// the encoder that made them, for a later event to reuse, saving the
+// allocations of its headers and one of the event's size. Call it at most
+// once, and only when nothing will read Msg again: JetStream stored it, or
+// refused it for good. Not calling it is always safe.
 func (m Encoded) Release() {
+	if m.e == nil {
+		return
+	}
 	if m.buf != nil && m.buf.Cap() <= maxPooledBuffer {
-		m.from.Put(m.buf)
+		m.e.buffers.Put(m.buf)
+	}
+	if m.m != nil {
+		m.m.reset()
+		m.e.messages.Put(m.m)
 	}
 }
 
@@ -166,7 +178,7 @@ func (e *Encoder) message(c informers.Change, truncate bool) (Encoded, error) {
 func (e *Encoder) marker(c informers.Change, typ, apiVersion, term string) Encoded {
 	r := c.Resource
 	id := r.String() + "/" + c.SnapshotID + "/" + string(c.Verb)
-	m := newCEMessage(typ, id, source(e.Subjects.Cluster, r, ""), c.ObservedAt)
+	m := e.newMessage(typ, id, source(e.Subjects.Cluster, r, ""), formatTime(c.ObservedAt))
 	e.setCommon(m, r.Kind, apiVersion, term)
 	m.set(hSnapshotID, c.SnapshotID)
 	subject := e.Subjects.SnapshotBegin(r.Type())
@@ -180,7 +192,7 @@ func (e *Encoder) marker(c informers.Change, typ, apiVersion, term string) Encod
 		}
 		subject = e.Subjects.SnapshotEnd(r.Type())
 	}
-	return Encoded{Msg: e.msg(m, subject, id, false, nil), ID: id}
+	return Encoded{Msg: e.msg(m, subject, msgID(e.Subjects.Cluster, id), false, nil), ID: id, m: m, e: e}
 }
 
 // object builds an object event's message: its data holds the object, and
@@ -193,19 +205,8 @@ func (e *Encoder) object(c informers.Change, typ, apiVersion, term string, trunc
 	}
 	ns, name := obj.GetNamespace(), obj.GetName()
 	uid, rv := string(obj.GetUID()), obj.GetResourceVersion()
-	// The resource is part of the id: one object served under two
-	// resources (HPA v1 and v2, a CRD at two versions) is two event
-	// streams, and JetStream must not drop one as a duplicate of the other.
-	id := r.String() + "/" + uid + "/" + rv + "/" + string(c.Verb)
-	if c.Verb == informers.SnapshotItem {
-		id += "/" + c.SnapshotID
-	} else if term != "" {
-		// A change a deposed leader stored late, which consumers ignore,
-		// must not make JetStream drop the same change from the new
-		// leader as a duplicate: the term is part of the id. (A snapshot
-		// id is unique to its term already.)
-		id += "/" + term
-	}
+	text := e.objectText(c, ns, name, uid, rv, term)
+	id := text.id
 
 	// The payload is assembled by hand, streaming each object into one
 	// buffer: marshalling a struct of json.RawMessage would scan both
@@ -231,16 +232,14 @@ func (e *Encoder) object(c informers.Change, typ, apiVersion, term string, trunc
 	}
 	e.lastObjectSize.Store(int64(len(payload)) / objects)
 
-	m := newCEMessage(typ, id, source(e.Subjects.Cluster, r, ns), c.ObservedAt)
+	m := e.newMessage(typ, id, text.source, text.time)
 	e.setCommon(m, r.Kind, apiVersion, term)
 	if c.Verb == informers.SnapshotItem {
 		m.set(hSnapshotID, c.SnapshotID)
 	}
+	m.set(hSubject, text.subject)
 	if ns != "" {
-		m.set(hSubject, ns+"/"+name)
 		m.set(hNamespace, ns)
-	} else {
-		m.set(hSubject, name)
 	}
 	m.set(hName, name)
 	m.set(hUID, uid)
@@ -255,8 +254,8 @@ func (e *Encoder) object(c informers.Change, typ, apiVersion, term string, trunc
 		m.setTrue(hTruncated)
 	}
 	m.jsonData()
-	msg := e.msg(m, e.Subjects.Object(r.Type(), ns, name), id, c.Verb == informers.Deleted, payload)
-	return Encoded{Msg: msg, ID: id, buf: buf, from: &e.buffers}, nil
+	msg := e.msg(m, e.Subjects.Object(r.Type(), ns, name), text.msgID, c.Verb == informers.Deleted, payload)
+	return Encoded{Msg: msg, ID: id, buf: buf, m: m, e: e}, nil
 }
 
 // setCommon sets the extensions every object event and marker carries.
@@ -267,32 +266,6 @@ func (e *Encoder) setCommon(m *ceMessage, kind, apiVersion, term string) {
 	if term != "" {
 		m.set(hTerm, term)
 	}
-}
-
-// source is the cluster plus the API path of the collection the object is
-// listed from, e.g. k8s://prod/apis/apps/v1/namespaces/web/deployments.
-func source(cluster string, r *informers.Resource, namespace string) string {
-	g := r.GVR
-	var b strings.Builder
-	// One allocation: every event has a source.
-	b.Grow(len("k8s://") + len(cluster) + len("/apis/") + len(g.Group) + len(g.Version) + len("/namespaces/") + len(namespace) + len(g.Resource) + 2)
-	b.WriteString("k8s://")
-	b.WriteString(cluster)
-	if g.Group == "" {
-		b.WriteString("/api/")
-	} else {
-		b.WriteString("/apis/")
-		b.WriteString(g.Group)
-		b.WriteByte('/')
-	}
-	b.WriteString(g.Version)
-	if namespace != "" {
-		b.WriteString("/namespaces/")
-		b.WriteString(namespace)
-	}
-	b.WriteByte('/')
-	b.WriteString(g.Resource)
-	return b.String()
 }
 
 // setScope stamps the scope a type is watched with on its begin marker.

@@ -52,6 +52,9 @@ type ceMessage struct {
 	// allocation as the message.
 	values [maxHeaders]string
 	n      int
+	// msg is the message handed out, kept here so that a released
+	// ceMessage brings its nats.Msg and header map back for reuse.
+	msg nats.Msg
 }
 
 // maxHeaders is the most headers one event gets: the required attributes,
@@ -59,15 +62,34 @@ type ceMessage struct {
 // event or a marker, and the JetStream headers.
 const maxHeaders = 24
 
-func newCEMessage(typ, id, source string, at time.Time) *ceMessage {
-	m := &ceMessage{header: make(nats.Header, maxHeaders)}
+// newMessage starts an event's message with its required attributes and
+// time (in the form formatTime gives), reusing one handed back with
+// Encoded.Release: its header map keeps its room, so an event's headers
+// cost no allocation.
+func (e *Encoder) newMessage(typ, id, source, time string) *ceMessage {
+	m, ok := e.messages.Get().(*ceMessage)
+	if !ok {
+		m = &ceMessage{header: make(nats.Header, maxHeaders)}
+	}
 	m.set(hSpecVersion, "1.0")
 	m.set(hType, typ)
 	m.set(hID, id)
 	m.set(hSource, source)
-	m.set(hTime, at.UTC().Format(time.RFC3339Nano))
+	m.set(hTime, time)
 	return m
 }
+
+// reset empties m for another event, letting go of every value it held.
+func (m *ceMessage) reset() {
+	clear(m.header)
+	clear(m.values[:m.n])
+	m.n = 0
+	m.msg = nats.Msg{}
+}
+
+// formatTime is an event's time attribute: RFC 3339 in UTC, with as many
+// fractional digits as it has.
+func formatTime(at time.Time) string { return at.UTC().Format(time.RFC3339Nano) }
 
 // set gives key the one value v; nats.Header.Set would allocate a slice
 // per header.
@@ -92,11 +114,10 @@ func (m *ceMessage) jsonData() {
 }
 
 // msg is the message for subject, with the JetStream headers the bridge
-// sends beside the event.
-func (e *Encoder) msg(m *ceMessage, subject, id string, deleted bool, payload []byte) *nats.Msg {
-	// One stream may hold several clusters; ids are unique per source,
-	// so the de-duplication key is scoped by cluster.
-	m.set(contract.HeaderMsgID, e.Subjects.Cluster+"/"+id)
+// sends beside the event. msgID is the event's id scoped by its cluster
+// (msgID below).
+func (e *Encoder) msg(m *ceMessage, subject, msgID string, deleted bool, payload []byte) *nats.Msg {
+	m.set(contract.HeaderMsgID, msgID)
 	if deleted {
 		if e.TombstoneTTL > 0 {
 			// JetStream counts TTLs in whole seconds and cuts fractions
@@ -107,8 +128,14 @@ func (e *Encoder) msg(m *ceMessage, subject, id string, deleted bool, payload []
 			m.set(contract.HeaderRollup, contract.RollupSubject)
 		}
 	}
-	return &nats.Msg{Subject: subject, Header: m.header, Data: payload}
+	m.msg = nats.Msg{Subject: subject, Header: m.header, Data: payload}
+	return &m.msg
 }
+
+// msgID is the Nats-Msg-Id of the event id in cluster: one stream may hold
+// several clusters, and ids are unique per source, so the de-duplication
+// key is scoped by cluster.
+func msgID(cluster, id string) string { return cluster + "/" + id }
 
 // wireSize is the size NATS counts against max_payload: the header block as
 // sent plus the data.

@@ -24,10 +24,10 @@ func (e *Encoder) TermMarker(d contract.TermData, at time.Time) (*nats.Msg, erro
 	// Unique per start: a retry of the same marker is dropped by
 	// JetStream as a duplicate, a new term never is.
 	id := "term/" + d.Holder + "/" + strconv.FormatInt(at.UnixNano(), 10)
-	m := newCEMessage(contract.TypeTerm, id, "k8s://"+e.Subjects.Cluster, at)
+	m := e.newMessage(contract.TypeTerm, id, "k8s://"+e.Subjects.Cluster, formatTime(at))
 	m.set(hSubject, d.Holder)
 	m.set(hCluster, e.Subjects.Cluster)
 	m.set(hContractVersion, contract.ContractVersion)
 	m.jsonData()
-	return e.msg(m, e.Subjects.Term(), id, false, data), nil
+	return e.msg(m, e.Subjects.Term(), msgID(e.Subjects.Cluster, id), false, data), nil
 }
