@@ -43,7 +43,7 @@ func (p *Publisher) publish(ctx context.Context, env Envelope) {
 			finish(env, ErrShutdown)
 			return
 		}
-		p.lastActivity.Store(new(time.Now()))
+		p.active()
 		if err == nil {
 			if fence != nil {
 				fence.stored(env.Msg.Subject, ack.Sequence, env.Tombstone)

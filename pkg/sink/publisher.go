@@ -25,6 +25,9 @@ var ErrShutdown = errors.New("sink: shut down before the message was acknowledge
 const jsErrMessageTooLarge = 10054
 
 // AsyncPublisher is the part of jetstream.JetStream the publisher needs.
+// Like nats.go, which writes a message out as it publishes it, an
+// implementation must not read a message after its future resolves: the
+// message's owner may reuse it from then on.
 type AsyncPublisher interface {
 	PublishMsgAsync(msg *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error)
 }
@@ -116,14 +119,19 @@ type Publisher struct {
 	// pending counts the same messages for InFlight and the observer.
 	pending atomic.Int64
 	failing atomic.Bool
-	// lastActivity is when the last attempt had an outcome. A time.Time
-	// rather than Unix nanoseconds, so it keeps the monotonic reading.
-	lastActivity atomic.Pointer[time.Time]
+	// lastActivity is when the last attempt had an outcome, as the time
+	// since created plus one (zero: never). An offset from a time.Time
+	// keeps the monotonic reading, and storing it allocates nothing.
+	created      time.Time
+	lastActivity atomic.Int64
 
 	mu sync.Mutex
 	// lanes has an entry for every subject with a publish in flight; it
 	// holds the messages parked behind that publish, oldest first.
 	lanes map[string]*lane
+	// idle holds lanes no subject uses, for the next to reuse: at most
+	// one per window slot.
+	idle []*lane
 }
 
 // lane is the FIFO of one subject's parked messages. The goroutine that
@@ -141,7 +149,7 @@ func NewPublisher(js AsyncPublisher, opts ...Option) (*Publisher, error) {
 			return nil, err
 		}
 	}
-	return &Publisher{js: js, opts: o, slots: make(chan struct{}, o.window), lanes: map[string]*lane{}}, nil
+	return &Publisher{js: js, opts: o, slots: make(chan struct{}, o.window), lanes: map[string]*lane{}, created: time.Now()}, nil
 }
 
 // InFlight is the number of messages accepted and not yet settled: those
@@ -157,11 +165,14 @@ func (p *Publisher) InFlight() int { return int(p.pending.Load()) }
 // from one that does nothing at all: failing attempts keep it moving, a
 // stuck loop does not.
 func (p *Publisher) LastActivity() time.Time {
-	if t := p.lastActivity.Load(); t != nil {
-		return *t
+	if d := p.lastActivity.Load(); d != 0 {
+		return p.created.Add(time.Duration(d - 1))
 	}
 	return time.Time{}
 }
+
+// active records an outcome now (see LastActivity).
+func (p *Publisher) active() { p.lastActivity.Store(int64(time.Since(p.created)) + 1) }
 
 // Run publishes everything from in, in order per subject, until in is closed
 // and every message is acknowledged, or ctx ends. A message whose subject
@@ -216,7 +227,7 @@ func (p *Publisher) dispatch(ctx context.Context, wg *sync.WaitGroup, env Envelo
 		p.mu.Unlock()
 		return nil
 	}
-	p.lanes[subject] = &lane{}
+	p.lanes[subject] = p.newLane()
 	p.mu.Unlock()
 	wg.Add(1)
 	go func() {
@@ -258,6 +269,7 @@ func (p *Publisher) runLane(ctx context.Context, subject string, env Envelope) {
 		l := p.lanes[subject]
 		if len(l.parked) == 0 {
 			delete(p.lanes, subject)
+			p.idle = append(p.idle, l)
 			p.mu.Unlock()
 			return
 		}
@@ -266,6 +278,19 @@ func (p *Publisher) runLane(ctx context.Context, subject string, env Envelope) {
 		l.parked = l.parked[1:]
 		p.mu.Unlock()
 	}
+}
+
+// newLane returns an idle lane or a new one. Call it with mu held.
+func (p *Publisher) newLane() *lane {
+	n := len(p.idle)
+	if n == 0 {
+		return &lane{}
+	}
+	l := p.idle[n-1]
+	p.idle[n-1] = nil
+	p.idle = p.idle[:n-1]
+	l.parked = l.parked[:0]
+	return l
 }
 
 // track counts n more (or fewer) unsettled messages and tells the observer.
