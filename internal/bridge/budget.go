@@ -16,8 +16,11 @@ type byteBudget struct {
 	mu    sync.Mutex
 	limit int64
 	used  int64
-	// freed is closed and replaced whenever bytes are released.
-	freed chan struct{}
+	// freed is closed and replaced when bytes are released while an
+	// acquire waits (waiting), so a release nobody waits for allocates
+	// nothing.
+	freed   chan struct{}
+	waiting bool
 }
 
 func newByteBudget(limit int64) *byteBudget {
@@ -36,6 +39,7 @@ func (b *byteBudget) acquire(ctx context.Context, n int64) (int64, error) {
 			return n, nil
 		}
 		freed := b.freed
+		b.waiting = true
 		b.mu.Unlock()
 		select {
 		case <-freed:
@@ -51,8 +55,11 @@ func (b *byteBudget) release(n int64) {
 	}
 	b.mu.Lock()
 	b.used -= n
-	close(b.freed)
-	b.freed = make(chan struct{})
+	if b.waiting {
+		close(b.freed)
+		b.freed = make(chan struct{})
+		b.waiting = false
+	}
 	b.mu.Unlock()
 }
 

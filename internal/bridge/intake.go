@@ -86,6 +86,8 @@ type intake struct {
 	// it, or a name deleted and created again meanwhile would go from the
 	// old uid to the new one without the old one's delete.
 	held map[*informers.Resource]bool
+	// spare holds forgotten object states for reuse (newState).
+	spare []*objectState
 }
 
 // intakeReports is what an intake tells the bridge, for its metrics and
@@ -133,10 +135,37 @@ func (in *intake) Add(c informers.Change) {
 func (in *intake) state(ref objectRef) *objectState {
 	st := in.objects[ref]
 	if st == nil {
-		st = &objectState{}
+		st = in.newState()
 		in.objects[ref] = st
 	}
 	return st
+}
+
+// maxSpareStates bounds the object states kept for reuse.
+const maxSpareStates = 1024
+
+// newState returns an empty object state, reusing one forgotten earlier:
+// most objects come and go from the intake with every change.
+func (in *intake) newState() *objectState {
+	n := len(in.spare)
+	if n == 0 {
+		return &objectState{}
+	}
+	st := in.spare[n-1]
+	in.spare[n-1] = nil
+	in.spare = in.spare[:n-1]
+	return st
+}
+
+// forget drops ref's state, keeping it for reuse (its queue's room
+// included). Nothing may use st afterwards.
+func (in *intake) forget(ref objectRef, st *objectState) {
+	delete(in.objects, ref)
+	if len(in.spare) < maxSpareStates {
+		clear(st.queue[:cap(st.queue)])
+		*st = objectState{queue: st.queue[:0]}
+		in.spare = append(in.spare, st)
+	}
 }
 
 // settle queues ref if it has something to publish and nothing in flight,
@@ -148,7 +177,7 @@ func (in *intake) settle(ref objectRef, st *objectState) {
 		st.ready = true
 		in.ready.push(ref)
 	case len(st.queue) == 0 && !st.busy && !st.ready:
-		delete(in.objects, ref)
+		in.forget(ref, st)
 	}
 }
 
@@ -209,8 +238,10 @@ func (in *intake) takeLive() (work, bool) {
 			continue
 		}
 		p := st.queue[0]
-		st.queue[0] = pending{}
-		st.queue = st.queue[1:]
+		// Shifted rather than resliced, so the queue keeps its room.
+		n := copy(st.queue, st.queue[1:])
+		st.queue[n] = pending{}
+		st.queue = st.queue[:n]
 		st.busy = true
 		if p.run != nil {
 			p.run.sent()

@@ -179,8 +179,7 @@ func (p *pipeline) collect(hard context.Context, ordered <-chan chan sink.Envelo
 // envelope encodes w. Every path ends in one call of settle, or, for a
 // marker that cannot be encoded, in its snapshot's failure.
 func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
-	c := w.c
-	verb, snapshotID := c.Verb, c.SnapshotID
+	verb, snapshotID := w.c.Verb, w.c.SnapshotID
 	f := &flight{w: w}
 	if verb == informers.SnapshotItem {
 		f.stored = p.items.counter(snapshotID)
@@ -188,6 +187,7 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 	done := func(err error) { p.settle(logger, f, err) }
 	if verb == informers.SnapshotEnd {
 		// Encoded when every item before it is settled, with their count.
+		c := w.c
 		return sink.Envelope{Barrier: true, Done: done, Build: func() (*nats.Msg, error) {
 			f.endCount, c.SnapshotUnpublished = p.items.close(snapshotID)
 			c.SnapshotCount = f.endCount
@@ -199,13 +199,14 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 			return enc.Msg, nil
 		}}
 	}
+	c := &f.w.c
 	limit := p.maxPayload()
 	var enc encode.Encoded
 	var err error
 	if w.truncate {
-		enc, err = p.encoder.EncodeTruncated(c, limit)
+		enc, err = p.encoder.EncodeTruncated(*c, limit)
 	} else {
-		enc, err = p.encoder.EncodeWithin(c, limit)
+		enc, err = p.encoder.EncodeWithin(*c, limit)
 	}
 	if err != nil {
 		p.metrics.EncodeErrors.WithLabelValues(c.Resource.String()).Inc()
@@ -256,9 +257,10 @@ func (p *pipeline) settle(logger klog.Logger, f *flight, err error) {
 	object := w.ref != (objectRef{})
 	switch {
 	case err == nil:
-		p.metrics.EventsPublished.WithLabelValues(c.Resource.String(), string(c.Verb)).Inc()
+		resource := c.Resource.String()
+		p.metrics.EventsPublished.WithLabelValues(resource, string(c.Verb)).Inc()
 		if !w.since.IsZero() {
-			p.metrics.EventLag.WithLabelValues(c.Resource.String()).Observe(time.Since(w.since).Seconds())
+			p.metrics.EventLag.WithLabelValues(resource).Observe(time.Since(w.since).Seconds())
 		}
 		if f.stored != nil {
 			f.stored.Add(1)

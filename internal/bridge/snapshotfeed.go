@@ -100,7 +100,9 @@ func (in *intake) takeSnapshot() (work, bool) {
 				in.settle(ref, st)
 				continue
 			}
-			in.objects[ref] = &objectState{busy: true, itemOf: run}
+			st := in.newState()
+			st.busy, st.itemOf = true, run
+			in.objects[ref] = st
 			run.sentDirect()
 			return work{ref: ref, c: item.c, run: run}, true
 		}
