@@ -130,7 +130,7 @@ func TestFilterSubjects(t *testing.T) {
 		{Filter{Resource: "ConfigMaps.v1"}, contract.Type{Group: "", Version: "v1", Resource: "configmaps"},
 			[]string{"kb.c1.core.v1.configmaps.>"}, nil},
 		{Filter{Resource: "deployments.apps", Namespace: "web"}, contract.Type{Group: "apps", Version: "", Resource: "deployments"},
-			[]string{"kb.c1.apps.*.deployments.web.*"}, []string{"kb.c1.apps.*.deployments.web.*", "kb.c1.apps.*.deployments._snapshot.*"}},
+			[]string{"kb.c1.apps.*.deployments.web.*"}, []string{"kb.c1.apps.*.deployments.web.*", "kb.c1.apps.*.deployments._snapshot.>"}},
 		{Filter{Resource: "ingresses.networking.k8s.io", Name: "a_b"}, contract.Type{Group: "networking.k8s.io", Version: "", Resource: "ingresses"},
 			[]string{"kb.c1.networking_k8s_io.*.ingresses.*.a%5Fb"}, nil},
 		{Filter{Resource: "horizontalpodautoscalers.v2.autoscaling", Namespace: "x", Name: "y"}, contract.Type{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"},

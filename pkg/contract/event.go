@@ -48,6 +48,11 @@ const (
 	// ExtContractVersion is the term marker's extension that carries
 	// ContractVersion. A term marker without it was written under 1.0.
 	ExtContractVersion = "contractversion"
+	// ExtShard is the shard of the bridge that wrote the event or marker,
+	// "<i>/<N>" (Shard.String), when it is one of N > 1 shards. Absent
+	// means 0/1: the unsharded bridge's. A snapshot end sweeps only the
+	// objects whose last event carried its shard.
+	ExtShard = "shard"
 )
 
 // HeaderPrefix starts the NATS header of every CloudEvents attribute in
@@ -115,10 +120,10 @@ func (m *RawJSON) UnmarshalJSON(data []byte) error {
 // §0) the bridge writes, major.minor. Every term marker carries it. A
 // reader accepts a newer minor (additions it may ignore) and refuses a
 // major it does not know.
-const ContractVersion = "1.1"
+const ContractVersion = "1.2"
 
 // ContractMajor returns the major version of a contract version string
-// ("1.1" → 1); a term marker without one is 1.0.
+// ("1.2" → 1); a term marker without one is 1.0.
 func ContractMajor(version string) (int, error) {
 	if version == "" {
 		return 1, nil

@@ -37,6 +37,9 @@ type Subject struct {
 	Type
 	// Namespace ("" when cluster-scoped) and Name are set for objects.
 	Namespace, Name string
+	// Shard is the shard of a marker or term subject; the zero value
+	// when it names none (unsharded).
+	Shard Shard
 }
 
 // Parse reads a subject back into what it names. It is the one parser of
@@ -50,7 +53,28 @@ func (s Subjects) Parse(subject string) (Subject, error) {
 	if rest == TermToken {
 		return Subject{Kind: TermSubject}, nil
 	}
+	if tok, ok := strings.CutPrefix(rest, TermToken+"."); ok {
+		sh, ok := parseShardToken(tok)
+		if !ok {
+			return Subject{}, badToken(strconv.Quote(subject) + " is not a term marker subject")
+		}
+		return Subject{Kind: TermSubject, Shard: sh}, nil
+	}
 	toks := strings.Split(rest, ".")
+	if len(toks) == 6 && toks[3] == SnapshotToken {
+		// A shard's marker: the shard's token between _snapshot and
+		// begin or end.
+		sh, ok := parseShardToken(toks[4])
+		if !ok {
+			return Subject{}, badToken(strconv.Quote(subject) + " is not a snapshot marker subject")
+		}
+		out, err := s.Parse(s.clusterPrefix() + strings.Join(append(toks[:4:4], toks[5]), "."))
+		if err != nil || out.Kind == ObjectSubject {
+			return Subject{}, badToken(strconv.Quote(subject) + " is not a snapshot marker subject")
+		}
+		out.Shard = sh
+		return out, nil
+	}
 	if len(toks) != 5 {
 		return Subject{}, badToken(strconv.Quote(subject) + " is not a kubebridge subject")
 	}
@@ -88,6 +112,7 @@ func (s Subjects) ParseObject(subject string) (Subject, error) {
 }
 
 func (s Subjects) build(sub Subject) string {
+	s = s.OfShard(sub.Shard)
 	switch sub.Kind {
 	case BeginSubject:
 		return s.SnapshotBegin(sub.Type)

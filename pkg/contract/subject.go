@@ -15,11 +15,34 @@ type Type struct {
 //	<prefix>.<cluster>._term
 //
 // A group named "core" is %63ore, so that it cannot meet the core group.
+// The markers and the term marker of shard i of N (N > 1) have a subject
+// of their own, each written by that shard's bridges only:
+//
+//	<prefix>.<cluster>.<group|core>.<version>.<resource>._snapshot.<i>-of-<N>.begin|end
+//	<prefix>.<cluster>._term.<i>-of-<N>
 type Subjects struct {
 	// Prefix is one or more literal subject tokens, e.g. "kubebridge".
 	Prefix string
 	// Cluster is the cluster name, a DNS label.
 	Cluster string
+	// Shard is the shard whose marker and term subjects these are; the
+	// zero value is the unsharded bridge's. Object subjects do not name
+	// a shard.
+	Shard Shard
+}
+
+// OfShard is s for shard sh's marker and term subjects.
+func (s Subjects) OfShard(sh Shard) Subjects {
+	s.Shard = sh.Normal()
+	return s
+}
+
+// shardSuffix is the shard's token after a dot, or nothing when unsharded.
+func (s Subjects) shardSuffix() string {
+	if !s.Shard.Sharded() {
+		return ""
+	}
+	return "." + s.Shard.token()
 }
 
 // Stream is the wildcard every subject of every cluster falls under.
@@ -63,13 +86,15 @@ func groupToken(group string) string {
 // TypeWildcard matches every object and snapshot marker of one resource type.
 func (s Subjects) TypeWildcard(t Type) string { return s.Type(t) + ".>" }
 
-// Markers matches both snapshot markers of one resource type.
-func (s Subjects) Markers(t Type) string { return s.Type(t) + "." + SnapshotToken + ".*" }
+// Markers matches both snapshot markers of one resource type, of every
+// shard.
+func (s Subjects) Markers(t Type) string { return s.Type(t) + "." + SnapshotToken + ".>" }
 
-// AllMarkers matches the snapshot markers of every type of this cluster:
-// every type the bridge publishes has them, however many objects it has.
+// AllMarkers matches the snapshot markers of every type of this cluster,
+// of every shard: every type the bridge publishes has them, however many
+// objects it has.
 func (s Subjects) AllMarkers() string {
-	return s.clusterPrefix() + "*.*.*." + SnapshotToken + ".*"
+	return s.clusterPrefix() + "*.*.*." + SnapshotToken + ".>"
 }
 
 // Object is the subject of one object. The verb is not part of it, so the
@@ -125,11 +150,22 @@ func (s Subjects) ObjectSuffixes(keys []string) string {
 	return strings.Join(out, " ")
 }
 
-// SnapshotBegin is the subject of a type's snapshot begin markers.
-func (s Subjects) SnapshotBegin(t Type) string { return s.Type(t) + "." + SnapshotToken + ".begin" }
+// SnapshotBegin is the subject of a type's snapshot begin markers, of
+// s.Shard.
+func (s Subjects) SnapshotBegin(t Type) string {
+	return s.Type(t) + "." + SnapshotToken + s.shardSuffix() + ".begin"
+}
 
-// SnapshotEnd is the subject of a type's snapshot end markers.
-func (s Subjects) SnapshotEnd(t Type) string { return s.Type(t) + "." + SnapshotToken + ".end" }
+// SnapshotEnd is the subject of a type's snapshot end markers, of s.Shard.
+func (s Subjects) SnapshotEnd(t Type) string {
+	return s.Type(t) + "." + SnapshotToken + s.shardSuffix() + ".end"
+}
 
-// Term is the subject of this cluster's term markers.
-func (s Subjects) Term() string { return s.clusterPrefix() + TermToken }
+// Term is the subject of this cluster's term markers, of s.Shard.
+func (s Subjects) Term() string { return s.clusterPrefix() + TermToken + s.shardSuffix() }
+
+// Terms are the filter subjects of the term markers of every shard of
+// this cluster: the unsharded bridge's subject and every shard's.
+func (s Subjects) Terms() []string {
+	return []string{s.clusterPrefix() + TermToken, s.clusterPrefix() + TermToken + ".*"}
+}

@@ -33,6 +33,9 @@ var ErrTooLarge = errors.New("encode: event exceeds the maximum NATS payload eve
 
 // Encoder turns Changes into NATS messages. It is safe for concurrent use.
 type Encoder struct {
+	// Subjects names the subjects; its Shard, when it is one of several,
+	// is the shard extension of every event and marker, and makes the
+	// markers' and the term marker's subjects that shard's.
 	Subjects contract.Subjects
 	// TombstoneTTL, when positive, is sent as Nats-TTL on deleted events
 	// (in whole seconds, rounded up), so the stream removes a delete after
@@ -265,6 +268,14 @@ func (e *Encoder) setCommon(m *ceMessage, kind, apiVersion, term string) {
 	m.set(hAPIVersion, apiVersion)
 	if term != "" {
 		m.set(hTerm, term)
+	}
+	e.setShard(m)
+}
+
+// setShard names the encoder's shard on m, when it is one of several.
+func (e *Encoder) setShard(m *ceMessage) {
+	if e.Subjects.Shard.Sharded() {
+		m.set(hShard, e.Subjects.Shard.String())
 	}
 }
 

@@ -37,6 +37,7 @@ const (
 	hScopeFields     = contract.HeaderPrefix + contract.ExtScopeFields
 	hTerm            = contract.TermHeader
 	hContractVersion = contract.HeaderPrefix + contract.ExtContractVersion
+	hShard           = contract.HeaderPrefix + contract.ExtShard
 )
 
 // ceMessage builds a CloudEvent in the NATS binding's binary content mode

@@ -28,6 +28,7 @@ func (e *Encoder) TermMarker(d contract.TermData, at time.Time) (*nats.Msg, erro
 	m.set(hSubject, d.Holder)
 	m.set(hCluster, e.Subjects.Cluster)
 	m.set(hContractVersion, contract.ContractVersion)
+	e.setShard(m)
 	m.jsonData()
 	return e.msg(m, e.Subjects.Term(), msgID(e.Subjects.Cluster, id), false, data), nil
 }
