@@ -48,7 +48,7 @@ type Applier struct {
 	// for it, never for the network.
 	mu     sync.Mutex
 	types  []*typeState
-	terms  terms
+	terms  shardTerms
 	stats  Stats
 	synced bool
 	seed   maphash.Seed
@@ -144,15 +144,23 @@ func (a *Applier) Stats() Stats {
 	return s
 }
 
-// AddTerms records term markers at these stream sequences, read apart
-// from the messages applied: a reader that starts after a marker, or sees
-// only the last message per subject, learns the terms this way.
+// AddTerms records term markers of the unsharded bridge at these stream
+// sequences, read apart from the messages applied: a reader that starts
+// after a marker, or sees only the last message per subject, learns the
+// terms this way. AddTermMarkers does the same for markers of any shard.
 func (a *Applier) AddTerms(seqs ...uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, s := range seqs {
-		a.terms.addMarker(s)
+		a.terms.of(contract.Shard{}).addMarker(s)
 	}
+}
+
+// AddTermMarkers records term markers, each of its shard (see AddTerms).
+func (a *Applier) AddTermMarkers(markers ...TermMarker) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.terms.add(markers...)
 }
 
 // ApplyMsg decodes a message stored at stream sequence seq and applies it.
@@ -198,12 +206,13 @@ func (a *Applier) Apply(ev *Event) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.stats.LastSeq = max(a.stats.LastSeq, ev.Seq)
+	terms := a.terms.of(ev.Shard)
 	if ev.Verb == Term {
-		a.terms.addMarker(ev.Seq)
+		terms.addMarker(ev.Seq)
 		return nil
 	}
 	t := a.route(ev)
-	if a.terms.foreign(ev.Term, ev.Seq) {
+	if terms.foreign(ev.Term, ev.Seq) {
 		if t != nil {
 			return a.report(Violation{Kind: Foreign, Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID(),
 				Detail: fmt.Sprintf("term %d: no term marker of the cluster is stored at that sequence", ev.Term)})
@@ -212,7 +221,7 @@ func (a *Applier) Apply(ev *Event) error {
 	}
 	// The rule runs on every event, so that the term of one outside the
 	// filters counts too.
-	if a.terms.fenced(ev) {
+	if terms.fenced(ev) {
 		if t != nil {
 			a.stats.Fenced++
 			if a.hooks.OnFenced != nil {
@@ -253,7 +262,7 @@ func (a *Applier) guardSweep(ev *Event) []sweepCandidate {
 	a.mu.Lock()
 	t := a.route(ev)
 	var candidates []sweepCandidate
-	if t != nil && a.terms.leads(ev.Term, ev.Seq) {
+	if t != nil && a.terms.of(ev.Shard).leads(ev.Term, ev.Seq) {
 		candidates = t.sweepCandidates(ev)
 	}
 	a.mu.Unlock()
@@ -311,6 +320,6 @@ func (a *Applier) reset() {
 		fresh.handlers = t.handlers
 		a.types[i] = fresh
 	}
-	a.terms = terms{}
+	a.terms = shardTerms{}
 	a.stats = Stats{Violations: map[ViolationKind]uint64{}}
 }

@@ -51,7 +51,7 @@ func (s *State) plan(ctx context.Context) (plan, error) {
 	for _, f := range s.fs {
 		subjects = append(subjects, f.stateSubjects(s.c.subjects)...)
 	}
-	subjects = append(subjects, s.c.subjects.Term())
+	subjects = append(subjects, s.c.subjects.Terms()...)
 	p := plan{fs: s.fs, cfg: jetstream.ConsumerConfig{
 		FilterSubjects: dedupe(subjects),
 		AckPolicy:      jetstream.AckNonePolicy,
@@ -68,17 +68,34 @@ func (s *State) plan(ctx context.Context) (plan, error) {
 	}
 	p.from = make([]uint64, len(s.fs))
 	for i, f := range s.fs {
-		seq, end, err := s.latestSnapshotStart(ctx, f)
+		shards, err := s.markerShards(ctx, f)
 		if err != nil {
 			return plan{}, err
 		}
-		p.from[i] = seq
-		if seq > 0 {
-			seed, err := s.unpublished(ctx, f, end, seq)
+		// Each shard's snapshots frame its own objects: the type is
+		// replayed from the earliest of its shards' starts, or from the
+		// first message when one shard has no complete snapshot.
+		var seeds []*jetstream.RawStreamMsg
+		for j, sh := range shards {
+			seq, end, err := s.latestSnapshotStart(ctx, f, sh)
 			if err != nil {
 				return plan{}, err
 			}
-			p.seed = append(p.seed, seed...)
+			if j == 0 || seq < p.from[i] {
+				p.from[i] = seq
+			}
+			if seq > 0 {
+				seed, err := s.unpublished(ctx, f, end, seq)
+				if err != nil {
+					return plan{}, err
+				}
+				seeds = append(seeds, seed...)
+			}
+		}
+		for _, m := range seeds {
+			if m.Sequence < p.from[i] {
+				p.seed = append(p.seed, m)
+			}
 		}
 	}
 	slices.SortFunc(p.seed, func(a, b *jetstream.RawStreamMsg) int { return cmp.Compare(a.Sequence, b.Sequence) })
@@ -97,12 +114,13 @@ func (s *State) plan(ctx context.Context) (plan, error) {
 // not parse, or a deposed leader wrote it), the newest one before it that
 // can: a replay from any complete snapshot a leader wrote ends in the same
 // state. It is 0 when there is none.
-func (s *State) latestSnapshotStart(ctx context.Context, f filter) (uint64, *jetstream.RawStreamMsg, error) {
+func (s *State) latestSnapshotStart(ctx context.Context, f filter, sh contract.Shard) (uint64, *jetstream.RawStreamMsg, error) {
 	stream, err := s.c.js.Stream(ctx, s.c.stream)
 	if err != nil {
 		return 0, nil, fmt.Errorf("consume: stream %s: %w", s.c.stream, err)
 	}
-	endSubject, beginSubject := s.c.subjects.SnapshotEnd(f.ref), s.c.subjects.SnapshotBegin(f.ref)
+	subjects := s.c.subjects.OfShard(sh)
+	endSubject, beginSubject := subjects.SnapshotEnd(f.ref), subjects.SnapshotBegin(f.ref)
 	end, err := stream.GetLastMsgForSubject(ctx, endSubject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil, nil
@@ -110,10 +128,10 @@ func (s *State) latestSnapshotStart(ctx context.Context, f filter) (uint64, *jet
 	if err != nil {
 		return 0, nil, fmt.Errorf("consume: last end marker of %s: %w", f.ref, err)
 	}
-	if !s.usableEnd(end.Sequence, end.Header) {
+	if !s.usableEnd(sh, end.Sequence, end.Header) {
 		end = nil
 		err = scanSubject(ctx, s.c.js, s.c.stream, endSubject, func(seq uint64, h nats.Header) error {
-			if s.usableEnd(seq, h) {
+			if s.usableEnd(sh, seq, h) {
 				end = &jetstream.RawStreamMsg{Subject: endSubject, Sequence: seq, Header: h}
 			}
 			return nil
@@ -140,16 +158,45 @@ func (s *State) latestSnapshotStart(ctx context.Context, f filter) (uint64, *jet
 }
 
 // usableEnd reports whether a replay may start from the snapshot the end
-// marker stored at seq with header h closes: its term parses, and is that
-// of the leader at seq.
-func (s *State) usableEnd(seq uint64, h nats.Header) bool {
+// marker of shard sh stored at seq with header h closes: its term parses,
+// and is that of the shard's leader at seq.
+func (s *State) usableEnd(sh contract.Shard, seq uint64, h nats.Header) bool {
 	term, err := contract.TermOf(h)
 	if err != nil {
 		return false
 	}
 	s.a.mu.Lock()
 	defer s.a.mu.Unlock()
-	return s.a.terms.leads(term, seq)
+	return s.a.terms.of(sh).leads(term, seq)
+}
+
+// markerShards are the shards whose snapshot markers of f's type the
+// stream holds, the unsharded bridge's first when it has any; just the
+// unsharded one when it holds none.
+func (s *State) markerShards(ctx context.Context, f filter) ([]contract.Shard, error) {
+	stream, err := s.c.js.Stream(ctx, s.c.stream)
+	if err != nil {
+		return nil, fmt.Errorf("consume: stream %s: %w", s.c.stream, err)
+	}
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(s.c.subjects.Markers(f.ref)))
+	if err != nil {
+		return nil, fmt.Errorf("consume: marker subjects of %s: %w", f.ref, err)
+	}
+	var out []contract.Shard
+	for subject := range info.State.Subjects {
+		sub, err := s.c.subjects.Parse(subject)
+		if err != nil || sub.Kind == contract.ObjectSubject || slices.Contains(out, sub.Shard) {
+			continue
+		}
+		out = append(out, sub.Shard)
+	}
+	slices.SortFunc(out, func(a, b contract.Shard) int {
+		return cmp.Or(cmp.Compare(a.Count, b.Count), cmp.Compare(a.Index, b.Index))
+	})
+	if len(out) == 0 {
+		out = []contract.Shard{{}}
+	}
+	return out, nil
 }
 
 // unpublished returns the last messages, stored before the begin marker at

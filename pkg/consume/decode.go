@@ -74,9 +74,17 @@ func (d *decoder) decodeEvent(seq uint64, msg *nats.Msg) (*Event, error) {
 		return nil, fmt.Errorf("unknown event type %q", ce.Type())
 	}
 	ev := &Event{CloudEvent: *ce, Seq: seq, Subject: msg.Subject, Verb: verb}
+	ext := stringExts(ev)
+	if ev.Shard, err = shardOf(ext); err != nil {
+		return nil, err
+	}
 	if verb == Term {
-		if msg.Subject != d.subjects.Term() {
-			return nil, fmt.Errorf("term marker on %s, not on %s", msg.Subject, d.subjects.Term())
+		sub, err := d.subjects.Parse(msg.Subject)
+		if err != nil || sub.Kind != contract.TermSubject {
+			return nil, fmt.Errorf("term marker on %s, not on a term subject (%s)", msg.Subject, strings.Join(d.subjects.Terms(), " or "))
+		}
+		if sub.Shard != ev.Shard {
+			return nil, fmt.Errorf("term marker of shard %s on the term subject of shard %s", ev.Shard, sub.Shard)
 		}
 		return ev, nil
 	}
@@ -86,7 +94,6 @@ func (d *decoder) decodeEvent(seq uint64, msg *nats.Msg) (*Event, error) {
 	if err := d.parseSubject(ev); err != nil {
 		return nil, err
 	}
-	ext := stringExts(ev)
 	ev.SnapshotID = ext(contract.ExtSnapshotID)
 	if verb.IsMarker() {
 		if ev.SnapshotID == "" {
@@ -108,6 +115,16 @@ func (d *decoder) decodeEvent(seq uint64, msg *nats.Msg) (*Event, error) {
 		return nil, err
 	}
 	return ev, d.decodeObjects(ev, ext)
+}
+
+// shardOf reads the shard extension: the zero Shard when it is absent or
+// 0/1.
+func shardOf(ext func(string) string) (contract.Shard, error) {
+	v := ext(contract.ExtShard)
+	if v == "" {
+		return contract.Shard{}, nil
+	}
+	return contract.ParseShard(v)
 }
 
 // stringExts reads string extensions: sdk-go decodes every header
@@ -136,6 +153,9 @@ func (d *decoder) parseSubject(ev *Event) error {
 	}
 	if sub.Kind != want {
 		return fmt.Errorf("%s event on %s, which is a %s subject", ev.Verb, ev.Subject, sub.Kind)
+	}
+	if want != contract.ObjectSubject && sub.Shard != ev.Shard {
+		return fmt.Errorf("%s marker of shard %s on the marker subject of shard %s", ev.Verb, ev.Shard, sub.Shard)
 	}
 	ev.Resource = schema.GroupVersionResource{Group: sub.Group, Version: sub.Version, Resource: sub.Resource}
 	ev.Namespace, ev.Name = sub.Namespace, sub.Name

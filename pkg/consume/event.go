@@ -70,6 +70,12 @@ type Event struct {
 	// Term is the term the event was written in: the stream sequence of
 	// its bridge's term marker, 0 when the bridge predates terms.
 	Term uint64
+	// Shard is the shard of the bridge that wrote the event, from its
+	// shard extension or, on a marker, its subject: the zero value for an
+	// unsharded bridge (no extension, or 0/1). Terms are per shard, and a
+	// snapshot end sweeps only the objects whose last event carried its
+	// shard.
+	Shard contract.Shard
 	// SnapshotID names the snapshot of an item or marker.
 	SnapshotID string
 	// Scope, on a begin marker, is what the bridge watches the type for;

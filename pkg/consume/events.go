@@ -123,10 +123,8 @@ func (c *Client) Events(ctx context.Context, filters []Filter, opts ...EventsOpt
 			yield(nil, err)
 			return
 		}
-		var t terms
-		for _, m := range markers {
-			t.addMarker(m)
-		}
+		var t shardTerms
+		t.add(markers...)
 		if o.untilCaughtUp {
 			if drained, err := r.drained(ctx); err != nil || drained {
 				if err != nil {
@@ -158,7 +156,7 @@ func (c *Client) eventsConsumer(fs []filter, o eventsOptions) jetstream.Consumer
 	}
 	// The term markers come along, so that the term rule sees them in
 	// stream order.
-	subjects = append(subjects, c.subjects.Term())
+	subjects = append(subjects, c.subjects.Terms()...)
 	cfg := jetstream.ConsumerConfig{
 		FilterSubjects: dedupe(subjects),
 		DeliverPolicy:  o.deliver,
@@ -177,7 +175,7 @@ type eventLoop struct {
 	r     *reader
 	fs    []filter
 	o     eventsOptions
-	terms *terms
+	terms *shardTerms
 	// logger reports acknowledgements that fail.
 	logger klog.Logger
 }
@@ -230,16 +228,17 @@ func (e *eventLoop) handle(m msg, yield func(*Event, error) bool) bool {
 		e.settle(m, m.Term, true)
 		return true
 	}
+	terms := e.terms.of(ev.Shard)
 	switch {
 	case ev.Verb == Term:
-		e.terms.addMarker(ev.Seq)
-	case e.terms.foreign(ev.Term, ev.Seq):
+		terms.addMarker(ev.Seq)
+	case terms.foreign(ev.Term, ev.Seq):
 		if e.matches(ev) && !yield(nil, &Violation{Kind: Foreign, Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID(),
 			Detail: fmt.Sprintf("term %d: no term marker of the cluster is stored at that sequence", ev.Term)}) {
 			e.settle(m, m.Nak, false)
 			return false
 		}
-	case e.terms.fenced(ev):
+	case terms.fenced(ev):
 		if e.o.onFenced != nil && e.matches(ev) {
 			e.o.onFenced(ev)
 		}

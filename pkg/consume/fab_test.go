@@ -46,6 +46,9 @@ type fab struct {
 	// seqs of everything stored, in order, and their messages.
 	seqs []uint64
 	msgs []*nats.Msg
+	// shards holds the encoder of each shard inShard wrote as, with its
+	// own term.
+	shards map[contract.Shard]*encode.Encoder
 }
 
 func newFab(t *testing.T, to store) *fab {
@@ -126,6 +129,24 @@ func (f *fab) inTerm(term uint64, fn func()) {
 	prev := f.enc.Term
 	f.enc.Term = term
 	defer func() { f.enc.Term = prev }()
+	fn()
+}
+
+// inShard runs fn writing as the bridge of shard sh: its events carry the
+// shard, its markers and term markers go to the shard's subjects, and its
+// term is its own.
+func (f *fab) inShard(sh contract.Shard, fn func()) {
+	if f.shards == nil {
+		f.shards = map[contract.Shard]*encode.Encoder{}
+	}
+	enc := f.shards[sh]
+	if enc == nil {
+		enc = &encode.Encoder{Subjects: testSubjects.OfShard(sh), TombstoneTTL: f.enc.TombstoneTTL, TombstoneRollup: f.enc.TombstoneRollup}
+		f.shards[sh] = enc
+	}
+	prev := f.enc
+	f.enc = enc
+	defer func() { f.enc = prev }()
 	fn()
 }
 

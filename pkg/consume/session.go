@@ -177,7 +177,7 @@ func (s *session) push(t watch.EventType, obj any) {
 // consumer is the consumer of a watch: the messages after pos of the type
 // and the term markers, as a State reads them once synced.
 func (s *session) consumer(c *Client) jetstream.ConsumerConfig {
-	subjects := append(s.f.stateSubjects(c.subjects), c.subjects.Term())
+	subjects := append(s.f.stateSubjects(c.subjects), c.subjects.Terms()...)
 	return jetstream.ConsumerConfig{
 		FilterSubjects: dedupe(subjects),
 		AckPolicy:      jetstream.AckNonePolicy,

@@ -161,7 +161,7 @@ func (s *State) bootstrapAndFollow(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.a.AddTerms(markers...)
+		s.a.AddTermMarkers(markers...)
 	}
 	b, err := s.plan(ctx)
 	if err != nil {
@@ -179,7 +179,7 @@ func (s *State) bootstrapAndFollow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.a.AddTerms(markers...)
+	s.a.AddTermMarkers(markers...)
 	klog.FromContext(ctx).V(2).Info("Bootstrapping", "mode", s.mode, "filters", b.cfg.FilterSubjects, "pending", r.cons.Pending, "streamLastSeq", r.cons.LastSeq)
 	for _, m := range b.seed {
 		if err := s.a.ApplyMsg(m.Sequence, &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data}); err != nil {

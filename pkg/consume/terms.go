@@ -82,17 +82,71 @@ func (t *terms) fenced(ev *Event) bool {
 	return false
 }
 
-// readTerms returns the sequences of the term markers the stream holds.
-func readTerms(ctx context.Context, js jetstream.JetStream, stream string, subjects contract.Subjects) ([]uint64, error) {
-	var out []uint64
-	err := scanSubject(ctx, js, stream, subjects.Term(), func(seq uint64, h nats.Header) error {
+// shardTerms applies the term rule per shard (docs/design/sharding.md):
+// each shard's bridges write term markers on a subject of their own, and
+// one shard's terms say nothing about another's events. An unsharded
+// stream has one, the zero Shard's.
+type shardTerms struct {
+	m map[contract.Shard]*terms
+}
+
+// of is the terms of shard sh.
+func (s *shardTerms) of(sh contract.Shard) *terms {
+	sh = sh.Normal()
+	t := s.m[sh]
+	if t == nil {
+		if s.m == nil {
+			s.m = map[contract.Shard]*terms{}
+		}
+		t = &terms{}
+		s.m[sh] = t
+	}
+	return t
+}
+
+// add records term markers.
+func (s *shardTerms) add(markers ...TermMarker) {
+	for _, m := range markers {
+		s.of(m.Shard).addMarker(m.Seq)
+	}
+}
+
+// current is the highest term known before seq of any shard: what Stats
+// reports.
+func (s *shardTerms) current(seq uint64) uint64 {
+	var out uint64
+	for _, t := range s.m {
+		out = max(out, t.current(seq))
+	}
+	return out
+}
+
+// TermMarker is a term marker read apart from the messages applied: where
+// the stream stores it, and the shard whose term it begins (the zero
+// Shard: the unsharded bridge's).
+type TermMarker struct {
+	Seq   uint64
+	Shard contract.Shard
+}
+
+// readTerms returns the term markers the stream holds, of every shard,
+// oldest first.
+func readTerms(ctx context.Context, js jetstream.JetStream, stream string, subjects contract.Subjects) ([]TermMarker, error) {
+	var out []TermMarker
+	err := scanSubjects(ctx, js, stream, subjects.Terms(), func(seq uint64, subject string, h nats.Header) error {
 		if h.Get(contract.HeaderType) != contract.TypeTerm {
 			return nil
 		}
 		if err := checkContract(seq, h); err != nil {
 			return err
 		}
-		out = append(out, seq)
+		sub, err := subjects.Parse(subject)
+		if err != nil {
+			// Not a term subject of this cluster: what the applier
+			// reports when it reads the marker.
+			return nil
+		}
+		out = append(out, TermMarker{Seq: seq, Shard: sub.Shard})
 		return nil
 	})
 	if err != nil {
@@ -104,18 +158,24 @@ func readTerms(ctx context.Context, js jetstream.JetStream, stream string, subje
 // scanSubject calls fn with the sequence and headers of every message on
 // subject (a few: markers), oldest first, without their data.
 func scanSubject(ctx context.Context, js jetstream.JetStream, stream, subject string, fn func(seq uint64, h nats.Header) error) error {
+	return scanSubjects(ctx, js, stream, []string{subject}, func(seq uint64, _ string, h nats.Header) error { return fn(seq, h) })
+}
+
+// scanSubjects is scanSubject over several filter subjects, telling fn
+// each message's subject.
+func scanSubjects(ctx context.Context, js jetstream.JetStream, stream string, filters []string, fn func(seq uint64, subject string, h nats.Header) error) error {
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
 		return err
 	}
 	return streamread.Read(ctx, s, jetstream.ConsumerConfig{
-		FilterSubjects: []string{subject},
+		FilterSubjects: filters,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		AckPolicy:      jetstream.AckNonePolicy,
 		HeadersOnly:    true,
 		MemoryStorage:  true,
 	}, streamread.Fetching{Batch: 256, Wait: fetchWait}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) error {
-		return fn(meta.Sequence.Stream, m.Headers())
+		return fn(meta.Sequence.Stream, m.Subject(), m.Headers())
 	})
 }
 

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 // typeState is what an Applier holds for one type: the objects, the open
@@ -21,18 +23,47 @@ type typeState struct {
 
 	uids map[types.UID]*uidRecord
 
-	// open is the snapshot whose begin was applied last and whose end was
-	// not, begunAt its sequence; seen holds the keys of every object event
-	// since. begun is set once any begin was applied.
+	// frames holds each shard's snapshot framing: the shards' begins and
+	// ends interleave in the stream, each sweeping its own objects.
+	frames map[contract.Shard]*frame
+	// shards holds the shard of the last event of every object held
+	// whose last event named one; an object missing here is the
+	// unsharded bridge's. Empty on an unsharded stream.
+	shards map[string]contract.Shard
+	// begun is set once any begin was applied.
+	begun bool
+	// scope is what the last begin marker applied says the type is
+	// watched for.
+	scope Scope
+}
+
+// frame is one shard's snapshots of a type.
+type frame struct {
+	// open is the snapshot whose begin was applied last and whose end
+	// was not, begunAt its sequence; seen holds the keys of every object
+	// event of the shard since.
 	open    string
 	begunAt uint64
 	seen    map[string]struct{}
 	begun   bool
 	lastEnd string
-	// scope is what the last begin marker applied says the type is
-	// watched for.
-	scope Scope
 }
+
+// frame is shard sh's framing, made on first use.
+func (t *typeState) frame(sh contract.Shard) *frame {
+	f := t.frames[sh]
+	if f == nil {
+		if t.frames == nil {
+			t.frames = map[contract.Shard]*frame{}
+		}
+		f = &frame{}
+		t.frames[sh] = f
+	}
+	return f
+}
+
+// shardOf is the shard of the last event applied of the object at key.
+func (t *typeState) shardOf(key string) contract.Shard { return t.shards[key] }
 
 // uidRecord is what the checks remember of one object (a uid): the last
 // resourceVersion applied, hashes of the event ids applied at it, and
@@ -51,13 +82,15 @@ func newTypeState(f filter, indexer cache.Indexer) *typeState {
 }
 
 func (t *typeState) begin(ev *Event) *Violation {
-	if ev.SnapshotID == t.open || ev.SnapshotID == t.lastEnd {
+	f := t.frame(ev.Shard)
+	if ev.SnapshotID == f.open || ev.SnapshotID == f.lastEnd {
 		return &Violation{Kind: DuplicateID, Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID(),
 			Detail: fmt.Sprintf("begin marker of snapshot %s again", ev.SnapshotID)}
 	}
-	// A begin while another snapshot is open: that one never ended (its
-	// bridge stopped in the middle), and ends nothing now.
-	t.open, t.begunAt, t.seen, t.begun = ev.SnapshotID, ev.Seq, map[string]struct{}{}, true
+	// A begin while another snapshot of the shard is open: that one never
+	// ended (its bridge stopped in the middle), and ends nothing now.
+	f.open, f.begunAt, f.seen, f.begun = ev.SnapshotID, ev.Seq, map[string]struct{}{}, true
+	t.begun = true
 	t.scope = ev.Scope
 	return nil
 }
@@ -65,15 +98,16 @@ func (t *typeState) begin(ev *Event) *Violation {
 // end applies an end marker. sweep, when not nil, are the objects to
 // sweep (the sweep guard chose them); else every candidate is.
 func (t *typeState) end(ev *Event, sweep []sweepCandidate, n notifier) *Violation {
-	if ev.SnapshotID != t.open {
+	f := t.frame(ev.Shard)
+	if ev.SnapshotID != f.open {
 		v := &Violation{Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID()}
 		switch {
-		case ev.SnapshotID == t.lastEnd:
+		case ev.SnapshotID == f.lastEnd:
 			v.Kind, v.Detail = DuplicateID, fmt.Sprintf("end marker of snapshot %s again", ev.SnapshotID)
-		case !t.begun:
-			v.Kind, v.Detail = EndSkipped, fmt.Sprintf("end marker of snapshot %s before any begin marker of its type: reading started after its begin, or the begin was compacted away", ev.SnapshotID)
+		case !f.begun:
+			v.Kind, v.Detail = EndSkipped, fmt.Sprintf("end marker of snapshot %s before any begin marker of its type%s: reading started after its begin, or the begin was compacted away", ev.SnapshotID, ofShard(ev.Shard))
 		default:
-			v.Kind, v.Detail = EndWithoutBegin, fmt.Sprintf("end marker of snapshot %s, but the open snapshot is %q", ev.SnapshotID, t.open)
+			v.Kind, v.Detail = EndWithoutBegin, fmt.Sprintf("end marker of snapshot %s, but the open snapshot%s is %q", ev.SnapshotID, ofShard(ev.Shard), f.open)
 		}
 		return v
 	}
@@ -86,13 +120,22 @@ func (t *typeState) end(ev *Event, sweep []sweepCandidate, n notifier) *Violatio
 		n.delete(cache.DeletedFinalStateUnknown{Key: c.key, Obj: c.obj})
 	}
 	for uid, r := range t.uids {
-		if !r.held && r.seq < t.begunAt {
+		if !r.held && r.seq < f.begunAt {
 			delete(t.uids, uid)
 		}
 	}
-	t.open, t.seen, t.lastEnd = "", nil, ev.SnapshotID
+	f.open, f.seen, f.lastEnd = "", nil, ev.SnapshotID
 	n.a.stats.Snapshots++
 	return nil
+}
+
+// ofShard names a shard in a violation's detail; nothing for the
+// unsharded bridge.
+func ofShard(sh contract.Shard) string {
+	if !sh.Sharded() {
+		return ""
+	}
+	return " of shard " + sh.String()
 }
 
 // sweepCandidate is an object an end marker sweeps, unless the sweep guard
@@ -102,11 +145,13 @@ type sweepCandidate struct {
 	obj any
 }
 
-// sweepCandidates are the objects held that the end marker ev removes: not
-// seen since the open snapshot's begin, and not listed as unpublished.
-// None when ev does not end the open snapshot.
+// sweepCandidates are the objects held that the end marker ev removes:
+// those whose last event was of ev's shard, not seen since the shard's
+// open snapshot began, and not listed as unpublished. None when ev does
+// not end the shard's open snapshot.
 func (t *typeState) sweepCandidates(ev *Event) []sweepCandidate {
-	if ev.SnapshotID != t.open {
+	f := t.frames[ev.Shard]
+	if f == nil || ev.SnapshotID != f.open {
 		return nil
 	}
 	keep := make(map[string]struct{}, len(ev.Unpublished))
@@ -115,7 +160,12 @@ func (t *typeState) sweepCandidates(ev *Event) []sweepCandidate {
 	}
 	var out []sweepCandidate
 	for _, key := range t.indexer.ListKeys() {
-		if _, ok := t.seen[key]; ok {
+		if _, ok := f.seen[key]; ok {
+			continue
+		}
+		if t.shardOf(key) != ev.Shard {
+			// Another shard's object: its own shard's snapshots
+			// sweep it.
 			continue
 		}
 		if _, ok := keep[key]; ok {
@@ -147,8 +197,8 @@ func (t *typeState) object(ev *Event, idHash uint64, n notifier) *Violation {
 		t.uids[ev.UID] = r
 	}
 	r.record(ev, idHash)
-	if t.seen != nil {
-		t.seen[ev.Key()] = struct{}{}
+	if f := t.frames[ev.Shard]; f != nil && f.seen != nil {
+		f.seen[ev.Key()] = struct{}{}
 	}
 	n.a.stats.Applied++
 	old, exists, err := t.indexer.GetByKey(ev.Key())
@@ -189,6 +239,7 @@ func (t *typeState) object(ev *Event, idHash uint64, n notifier) *Violation {
 		// (a failing index function panics in client-go).
 		panic(err)
 	}
+	t.heldBy(ev.Key(), ev.Shard)
 	r.held = true
 	if held {
 		n.update(old, ev.Object)
@@ -198,12 +249,31 @@ func (t *typeState) object(ev *Event, idHash uint64, n notifier) *Violation {
 	return nil
 }
 
+// heldBy records that the object held at key was last written by shard
+// sh.
+func (t *typeState) heldBy(key string, sh contract.Shard) {
+	switch {
+	case sh.Sharded():
+		if t.shards == nil {
+			t.shards = map[string]contract.Shard{}
+		}
+		t.shards[key] = sh
+	case t.shards != nil:
+		delete(t.shards, key)
+	}
+}
+
 // remove takes an object out of the indexer; its uid's record stays until
 // the next snapshot end.
 func (t *typeState) remove(obj any) {
 	if err := t.indexer.Delete(obj); err != nil {
 		// obj came out of the indexer, so it has a key.
 		panic(err)
+	}
+	if t.shards != nil {
+		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+			delete(t.shards, key)
+		}
 	}
 	if r := t.uids[uidOf(obj)]; r != nil {
 		r.held = false
