@@ -16,8 +16,10 @@ import { HTTP } from "cloudevents";
 
 const type = process.argv[2] ?? "kubebridge.default.core.v1.configmaps";
 const stream = process.env.KUBEBRIDGE_STREAM ?? "KUBEBRIDGE";
-// Term markers are on <prefix>.<cluster>._term: drop group, version, resource.
+// Term markers are on <prefix>.<cluster>._term (drop group, version,
+// resource), and a shard's on <prefix>.<cluster>._term.<i>-of-<N>.
 const termSubject = type.split(".").slice(0, -3).join(".") + "._term";
+const termSubjects = [termSubject, termSubject + ".*"];
 const allClusters = type.split(".")[1] === "*";
 const T = "io.kubebridge.";
 
@@ -46,8 +48,15 @@ function toEvent(m) {
 // A term no marker backs (at or beyond the event's own sequence, or among
 // the cluster's markers but none of them) was written by no bridge: the
 // event is foreign (published by hand, say). Report it, never apply it.
-const terms = new Map(); // cluster → sequences of its term markers
+//
+// Shards. A big cluster may be published by N bridge shards, each owning
+// some namespaces (docs/design/sharding.md): every event and marker of
+// shard i of N carries shard=i/N (absent: 0/1, one bridge). Each shard
+// has its own terms and its own snapshots, so everything below that is
+// per cluster is per cluster and shard: its "writer".
+const terms = new Map(); // writer → sequences of its term markers
 const clusterOf = (subject) => subject.split(".")[1];
+const writerOf = (subject, ev) => `${clusterOf(subject)} ${ev.shard ?? "0/1"}`;
 const termsOf = (cluster) => terms.get(cluster) ?? [];
 const addTerm = (cluster, seq) => {
   const ts = termsOf(cluster);
@@ -64,9 +73,10 @@ const foreign = (cluster, term, seq) => {
 // How an object is named in the output.
 const nameOf = (m, ev) => (allClusters ? `${clusterOf(m.subject)}:` : "") + (ev.subject ?? m.subject);
 
-// The state: NATS subject → { subject: "<namespace>/<name>", uid, rv, object }.
+// The state: NATS subject → { subject: "<namespace>/<name>", uid, rv, object,
+// writer of its last event }.
 const state = new Map();
-// The open snapshot of each cluster: { id, seen: Set of NATS subjects }.
+// The open snapshot of each writer: { id, seen: Set of NATS subjects }.
 const snapshots = new Map();
 // What each cluster's bridge watches of the type, from its latest begin
 // marker (docs/contract.md §1): objects outside it are not in the stream,
@@ -80,20 +90,21 @@ let live = false;
 function apply(m) {
   const ev = toEvent(m);
   const cluster = clusterOf(m.subject);
+  const writer = writerOf(m.subject, ev);
   if (ev.type === T + "term") {
-    addTerm(cluster, m.seq);
-    return live && say(`term ${m.seq} cluster=${cluster} holder=${ev.data?.holder}`);
+    addTerm(writer, m.seq);
+    return live && say(`term ${m.seq} cluster=${cluster} shard=${ev.shard ?? "0/1"} holder=${ev.data?.holder}`);
   }
   const term = Number(ev.term ?? 0);
-  if (foreign(cluster, term, m.seq)) {
+  if (foreign(writer, term, m.seq)) {
     return say(`foreign ${ev.type.slice(T.length)} ${nameOf(m, ev)} term=${ev.term} seq=${m.seq}`);
   }
-  if (fenced(cluster, term, m.seq)) {
+  if (fenced(writer, term, m.seq)) {
     return say(`fenced ${ev.type.slice(T.length)} ${nameOf(m, ev)} term=${ev.term} seq=${m.seq}`);
   }
   switch (ev.type) {
     case T + "snapshot.begin": {
-      snapshots.set(cluster, { id: ev.snapshotid, seen: new Set() });
+      snapshots.set(writer, { id: ev.snapshotid, seen: new Set() });
       const scope = scopeOf(ev);
       if (live && scopes.get(cluster) !== scope) say(`scope ${allClusters ? cluster + ":" : ""}${scope}`);
       scopes.set(cluster, scope);
@@ -102,21 +113,22 @@ function apply(m) {
     case T + "snapshot.end": {
       // An end whose begin was not read ends nothing (the begin was
       // compacted away, or preceded the first message read).
-      const snapshot = snapshots.get(cluster);
+      const snapshot = snapshots.get(writer);
       if (snapshot?.id !== ev.snapshotid) return;
       // Objects that exist but could not be published have no item: they
       // are listed as <namespace>.<name> subject tokens; never sweep them.
-      const typeSubject = m.subject.split(".").slice(0, -2).join(".");
+      const typeSubject = m.subject.slice(0, m.subject.indexOf("._snapshot."));
       for (const tok of (ev.unpublished ?? "").split(" ").filter(Boolean)) snapshot.seen.add(`${typeSubject}.${tok}`);
       let swept = 0;
       for (const [subj, o] of state) {
-        // A snapshot sweeps its own cluster's objects only.
-        if (clusterOf(subj) !== cluster || snapshot.seen.has(subj)) continue;
+        // A snapshot sweeps only the objects whose last event its own
+        // writer (cluster and shard) wrote.
+        if (o.writer !== writer || snapshot.seen.has(subj)) continue;
         state.delete(subj);
         swept++;
         if (live) say(`swept ${o.subject} rv=${o.rv}`);
       }
-      snapshots.delete(cluster);
+      snapshots.delete(writer);
       return live && say(`snapshot ${ev.snapshotid} complete: ${swept} swept (${state.size} objects)`);
     }
     case T + "object.added": case T + "object.updated": case T + "object.deleted": case T + "snapshot.item":
@@ -124,7 +136,7 @@ function apply(m) {
     default:
       return; // a type this consumer does not know
   }
-  snapshots.get(cluster)?.seen.add(m.subject);
+  snapshots.get(writer)?.seen.add(m.subject);
   const prev = state.get(m.subject);
   if (ev.type === T + "object.deleted") {
     // A delete is a tombstone: the subject's only message until its TTL.
@@ -134,8 +146,11 @@ function apply(m) {
     state.delete(m.subject);
   } else {
     // added, updated, snapshot.item: the object's newest state.
-    if (prev?.uid === ev.uid && prev.rv === ev.resourceversion) return; // e.g. an item of an unchanged object
-    state.set(m.subject, { subject: nameOf(m, ev), uid: ev.uid, rv: ev.resourceversion, object: ev.data?.object });
+    if (prev?.uid === ev.uid && prev.rv === ev.resourceversion) {
+      prev.writer = writer; // e.g. an item of an unchanged object, after a resize
+      return;
+    }
+    state.set(m.subject, { subject: nameOf(m, ev), uid: ev.uid, rv: ev.resourceversion, object: ev.data?.object, writer });
   }
   if (!live) return;
   const extra = [ev.coalesced && `coalesced=${ev.coalesced}`, ev.finalstateunknown && "finalstateunknown",
@@ -155,20 +170,25 @@ function printState() {
 }
 
 // A plain pull consumer delivering the last message of every subject of
-// the type (objects and snapshot markers) and of the term subject, then
+// the type (objects and every shard's snapshot markers) and of the term
+// subjects, then
 // every new one. Not an ordered consumer: after a gap it would recreate
 // itself from the next stream sequence, which is not the last per subject.
 // Ephemeral: this state lives in memory and is rebuilt on every start.
 const info = await jsm.consumers.add(stream, {
-  filter_subjects: [`${type}.*.*`, termSubject],
+  filter_subjects: [`${type}.>`, ...termSubjects],
   deliver_policy: DeliverPolicy.LastPerSubject,
   ack_policy: AckPolicy.None,
   inactive_threshold: nanos(60_000),
 });
 // After the consumer exists, so that every term marker older than the
 // messages it delivers is read.
-for (let m, seq = 1; (m = await jsm.streams.getMessage(stream, { seq, next_by_subj: termSubject })); seq = m.seq + 1) {
-  addTerm(clusterOf(m.subject), m.seq);
+for (const subject of termSubjects) {
+  for (let m, seq = 1; (m = await jsm.streams.getMessage(stream, { seq, next_by_subj: subject })); seq = m.seq + 1) {
+    // The shard is the subject's last token, <i>-of-<N>, when it has one.
+    const shard = /^(\d+)-of-(\d+)$/.exec(m.subject.split(".").pop());
+    addTerm(`${clusterOf(m.subject)} ${shard ? `${shard[1]}/${shard[2]}` : "0/1"}`, m.seq);
+  }
 }
 for (const sig of ["SIGINT", "SIGTERM"]) {
   process.on(sig, async () => {

@@ -45,11 +45,13 @@ type finding struct {
 // typeCheck is what verify holds for one type (one version of it): an
 // Applier for consume's checks and its own counters for the rest.
 type typeCheck struct {
-	t       streamType
-	a       *consume.Applier
-	verbs   map[consume.Verb]uint64
-	open    string         // the snapshot whose begin was read last, until its end
-	begun   bool           // a begin marker was read
+	t     streamType
+	a     *consume.Applier
+	verbs map[consume.Verb]uint64
+	// open is, per shard, the snapshot whose begin was read last, until
+	// its end; begun holds the shards a begin marker was read of.
+	open    map[contract.Shard]string
+	begun   map[contract.Shard]bool
 	items   map[string]int // snapshot id → items read
 	counted uint64         // items end markers counted
 	// unfinished counts snapshots whose begin was followed by another
@@ -65,7 +67,7 @@ type verifier struct {
 	only []streamType
 
 	types    []*typeCheck
-	terms    []uint64
+	terms    []consume.TermMarker
 	seed     maphash.Seed
 	ids      map[uint64]uint64 // hash of ce-id → seq
 	findings []finding
@@ -104,8 +106,8 @@ func (v *verifier) typeOf(ev *consume.Event) (*typeCheck, error) {
 		return nil, err
 	}
 	// Markers read before the type showed up count for it too.
-	a.AddTerms(v.terms...)
-	tc := &typeCheck{t: t, a: a, verbs: map[consume.Verb]uint64{}, items: map[string]int{}}
+	a.AddTermMarkers(v.terms...)
+	tc := &typeCheck{t: t, a: a, verbs: map[consume.Verb]uint64{}, items: map[string]int{}, open: map[contract.Shard]string{}, begun: map[contract.Shard]bool{}}
 	v.types = append(v.types, tc)
 	return tc, nil
 }
@@ -145,7 +147,7 @@ func (v *verifier) message(seq uint64, msg *nats.Msg) error {
 		return nil
 	}
 	if ev.Verb == consume.Term {
-		v.terms = append(v.terms, seq)
+		v.terms = append(v.terms, consume.TermMarker{Seq: seq, Shard: ev.Shard})
 		for _, tc := range v.types {
 			if err := tc.a.Apply(ev); err != nil {
 				return err
@@ -199,23 +201,23 @@ func (v *verifier) checkFraming(tc *typeCheck, ev *consume.Event) {
 	x := consume.Violation{Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID()}
 	switch ev.Verb {
 	case consume.SnapshotBegin:
-		if tc.open != "" && tc.open != ev.SnapshotID {
+		if open := tc.open[ev.Shard]; open != "" && open != ev.SnapshotID {
 			tc.unfinished++
 		}
-		tc.open, tc.begun = ev.SnapshotID, true
+		tc.open[ev.Shard], tc.begun[ev.Shard] = ev.SnapshotID, true
 	case consume.SnapshotItem:
 		switch {
-		case ev.SnapshotID == tc.open:
+		case ev.SnapshotID == tc.open[ev.Shard]:
 			tc.items[ev.SnapshotID]++
-		case !tc.begun:
-			x.Kind, x.Detail = ItemSkipped, fmt.Sprintf("item of snapshot %s before any begin marker of its type (compacted away)", ev.SnapshotID)
+		case !tc.begun[ev.Shard]:
+			x.Kind, x.Detail = ItemSkipped, fmt.Sprintf("item of snapshot %s before any begin marker of its type%s (compacted away)", ev.SnapshotID, shardNote(ev.Shard))
 			v.add(tc, x)
 		default:
-			x.Kind, x.Detail = UnframedItem, fmt.Sprintf("item of snapshot %s, but the open snapshot is %q", ev.SnapshotID, tc.open)
+			x.Kind, x.Detail = UnframedItem, fmt.Sprintf("item of snapshot %s, but the open snapshot%s is %q", ev.SnapshotID, shardNote(ev.Shard), tc.open[ev.Shard])
 			v.add(tc, x)
 		}
 	case consume.SnapshotEnd:
-		if ev.SnapshotID != tc.open {
+		if ev.SnapshotID != tc.open[ev.Shard] {
 			return // the Applier reports it
 		}
 		if n := tc.items[ev.SnapshotID]; n > ev.SnapshotCount && v.namespace == "" {
@@ -224,8 +226,16 @@ func (v *verifier) checkFraming(tc *typeCheck, ev *consume.Event) {
 		}
 		tc.counted += uint64(ev.SnapshotCount)
 		delete(tc.items, ev.SnapshotID)
-		tc.open = ""
+		delete(tc.open, ev.Shard)
 	}
+}
+
+// shardNote names a sharded bridge's shard in a finding.
+func shardNote(sh contract.Shard) string {
+	if !sh.Sharded() {
+		return ""
+	}
+	return " of shard " + sh.String()
 }
 
 // subjects are the consumer's filters: the cluster's subjects (of the
@@ -236,7 +246,7 @@ func (v *verifier) subjects() []string {
 		if v.namespace == "" {
 			return []string{typeSubject + ".>"}
 		}
-		return []string{typeSubject + "." + contract.EscapeToken(v.namespace) + ".*", typeSubject + "." + contract.SnapshotToken + ".*"}
+		return []string{typeSubject + "." + contract.EscapeToken(v.namespace) + ".*", typeSubject + "." + contract.SnapshotToken + ".>"}
 	}
 	var out []string
 	switch {
@@ -253,7 +263,7 @@ func (v *verifier) subjects() []string {
 			}
 		}
 	}
-	return append(out, s.Term())
+	return append(out, s.Terms()...)
 }
 
 // read replays the messages stored up to now, oldest first.

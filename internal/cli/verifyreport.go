@@ -70,7 +70,7 @@ func (v *verifier) report() report {
 		s := tc.a.Stats()
 		r.Types = append(r.Types, typeReport{
 			Type: tc.t.filter(), Added: tc.verbs[consume.Added], Updated: tc.verbs[consume.Updated], Deleted: tc.verbs[consume.Deleted],
-			Items: tc.verbs[consume.SnapshotItem], Snapshots: s.Snapshots, Unfinished: tc.unfinished, Open: tc.open != "",
+			Items: tc.verbs[consume.SnapshotItem], Snapshots: s.Snapshots, Unfinished: tc.unfinished, Open: len(tc.open) > 0,
 			Objects: len(tc.a.Indexer(tc.t.filter()).ListKeys()), Swept: s.Swept, StaleDeletes: s.StaleDeletes, Fenced: s.Fenced,
 		})
 	}

@@ -155,6 +155,10 @@ type Object struct {
 	UID             string
 	ResourceVersion string
 	Data            []byte
+	// Shard is the shard extension of the object's last event, "" for
+	// the unsharded bridge (absent or 0/1): only its shard's snapshots
+	// sweep it.
+	Shard string
 }
 
 // State is the reference consumer's state.
@@ -182,8 +186,8 @@ type State struct {
 	// Changes counts, per type, the changes that added, updated and
 	// deleted events stand for (the coalesced extension, or 1 each).
 	Changes map[string]int
-	// Term is the highest term seen: a term marker's sequence, or an
-	// event's term extension.
+	// Term is the highest term seen, of any shard: a term marker's
+	// sequence, or an event's term extension.
 	Term uint64
 	// Fenced lists the messages ignored because their term was lower than
 	// one seen before them: published by a deposed leader after a newer
@@ -194,17 +198,46 @@ type State struct {
 	Foreign []string
 
 	subjects contract.Subjects
-	markers  []uint64                   // sequences of the term markers applied, ascending
-	seen     map[string]map[string]bool // type → subjects seen since begin
-	open     map[string]string          // type → snapshot id
+	terms    map[string]*shardTerm      // shard → its term markers and highest term
+	seen     map[string]map[string]bool // type and shard → subjects seen since begin
+	open     map[string]string          // type and shard → snapshot id
 	lastRV   map[string]string          // type + uid → last applied rv
 	deleted  map[string]bool            // type + uid → its deleted event was applied
+}
+
+// shardTerm is the term rule's memory for one shard: every shard's bridges
+// write their own term markers.
+type shardTerm struct {
+	markers []uint64 // sequences of the term markers applied, ascending
+	highest uint64
 }
 
 // NewState returns an empty state for a cluster's subjects.
 func NewState(subjects contract.Subjects) *State {
 	return &State{Objects: map[string]Object{}, Snapshots: map[string]int{}, Changes: map[string]int{}, subjects: subjects,
-		seen: map[string]map[string]bool{}, open: map[string]string{}, lastRV: map[string]string{}, deleted: map[string]bool{}}
+		terms: map[string]*shardTerm{}, seen: map[string]map[string]bool{}, open: map[string]string{}, lastRV: map[string]string{}, deleted: map[string]bool{}}
+}
+
+// shardOf is the message's shard: "" for the unsharded bridge.
+func shardOf(m Message) (string, error) {
+	v := m.Ext(contract.ExtShard)
+	if v == "" {
+		return "", nil
+	}
+	sh, err := contract.ParseShard(v)
+	if err != nil || !sh.Sharded() {
+		return "", err
+	}
+	return sh.String(), nil
+}
+
+func (s *State) termOf(shard string) *shardTerm {
+	t := s.terms[shard]
+	if t == nil {
+		t = &shardTerm{}
+		s.terms[shard] = t
+	}
+	return t
 }
 
 // ErrUnknownType is returned for a message whose ce-type is not kubebridge's.
@@ -212,9 +245,17 @@ var ErrUnknownType = errors.New("replay: unknown event type")
 
 // Apply applies one message.
 func (s *State) Apply(m Message) error {
+	shard, err := shardOf(m)
+	if err != nil {
+		return fmt.Errorf("seq %d %s: %w", m.Seq, m.Subject, err)
+	}
+	// The term rule holds per shard: one shard's terms say nothing about
+	// another's events.
+	terms := s.termOf(shard)
 	if m.Event.Type() == contract.TypeTerm {
 		s.Term = max(s.Term, m.Seq)
-		s.markers = append(s.markers, m.Seq)
+		terms.highest = max(terms.highest, m.Seq)
+		terms.markers = append(terms.markers, m.Seq)
 		return nil
 	}
 	term, err := contract.TermOf(m.Header)
@@ -223,42 +264,45 @@ func (s *State) Apply(m Message) error {
 	}
 	// A term is the sequence of its marker, which comes before the term's
 	// events; a term older than the first marker read is taken as real.
-	if term != 0 && (term >= m.Seq || (len(s.markers) > 0 && term >= s.markers[0] && !slices.Contains(s.markers, term))) {
+	if term != 0 && (term >= m.Seq || (len(terms.markers) > 0 && term >= terms.markers[0] && !slices.Contains(terms.markers, term))) {
 		s.Foreign = append(s.Foreign, fmt.Sprintf("seq %d %s %s term %d", m.Seq, m.Event.Type(), m.Subject, term))
 		return nil
 	}
-	if term < s.Term {
-		s.Fenced = append(s.Fenced, fmt.Sprintf("seq %d %s %s term %d after term %d", m.Seq, m.Event.Type(), m.Subject, term, s.Term))
+	if term < terms.highest {
+		s.Fenced = append(s.Fenced, fmt.Sprintf("seq %d %s %s term %d after term %d", m.Seq, m.Event.Type(), m.Subject, term, terms.highest))
 		return nil
 	}
-	s.Term = term
+	terms.highest = term
+	s.Term = max(s.Term, term)
 	sub, err := s.subjects.Parse(m.Subject)
 	if err != nil {
 		return fmt.Errorf("seq %d %s: %w", m.Seq, m.Event.Type(), err)
 	}
 	typ := s.subjects.Type(sub.Type)
+	// Each shard's snapshots frame its own objects of the type.
+	frame := typ + " " + shard
 	switch m.Event.Type() {
 	case contract.TypeSnapshotBegin:
-		s.open[typ] = m.Ext(contract.ExtSnapshotID)
-		s.seen[typ] = map[string]bool{}
+		s.open[frame] = m.Ext(contract.ExtSnapshotID)
+		s.seen[frame] = map[string]bool{}
 		return nil
 	case contract.TypeSnapshotEnd:
-		if s.open[typ] != m.Ext(contract.ExtSnapshotID) {
-			return fmt.Errorf("replay: end marker of snapshot %s without its begin (open: %q)", m.Ext(contract.ExtSnapshotID), s.open[typ])
+		if s.open[frame] != m.Ext(contract.ExtSnapshotID) {
+			return fmt.Errorf("replay: end marker of snapshot %s without its begin (open: %q)", m.Ext(contract.ExtSnapshotID), s.open[frame])
 		}
 		// Objects the bridge could not publish in any form exist: they are
 		// listed on the end marker and must not be swept.
 		for _, suffix := range strings.Fields(m.Ext(contract.ExtUnpublished)) {
-			s.seen[typ][typ+"."+suffix] = true
+			s.seen[frame][typ+"."+suffix] = true
 		}
 		for subj, o := range s.Objects {
-			if o.Type == typ && !s.seen[typ][subj] {
+			if o.Type == typ && o.Shard == shard && !s.seen[frame][subj] {
 				s.Swept = append(s.Swept, subj+" "+o.ResourceVersion)
 				delete(s.Objects, subj)
 			}
 		}
-		delete(s.open, typ)
-		delete(s.seen, typ)
+		delete(s.open, frame)
+		delete(s.seen, frame)
 		s.Snapshots[typ]++
 		return nil
 	case contract.TypeAdded, contract.TypeUpdated, contract.TypeSnapshotItem, contract.TypeDeleted:
@@ -280,7 +324,7 @@ func (s *State) Apply(m Message) error {
 		}
 	}
 	s.lastRV[key] = rv
-	if seen := s.seen[typ]; seen != nil {
+	if seen := s.seen[frame]; seen != nil {
 		seen[m.Subject] = true
 	}
 	if m.Event.Type() == contract.TypeDeleted {
@@ -299,6 +343,6 @@ func (s *State) Apply(m Message) error {
 		// delete is an older state published too late.
 		s.Regressions = append(s.Regressions, fmt.Sprintf("seq %d %s %s uid %s rv %s: after the deleted event of that uid", m.Seq, m.Event.Type(), m.Subject, uid, rv))
 	}
-	s.Objects[m.Subject] = Object{Type: typ, Subject: m.Subject, UID: uid, ResourceVersion: rv, Data: m.Data}
+	s.Objects[m.Subject] = Object{Type: typ, Subject: m.Subject, UID: uid, ResourceVersion: rv, Data: m.Data, Shard: shard}
 	return nil
 }
