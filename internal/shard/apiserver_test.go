@@ -74,7 +74,7 @@ func TestAPIServerFiltersByNamespaceSelector(t *testing.T) {
 	sh := Shard{Index: 1, Count: 3}
 	var owned, others []string
 	for _, ns := range all {
-		if sh.Owns(ns, "cm") {
+		if Owns(sh, ns, "cm") {
 			owned = append(owned, ns)
 		} else {
 			others = append(others, ns)

@@ -1,56 +1,29 @@
 package shard
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
-	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
-// ErrBadShard is returned for a shard that is not "i/N" with 0 <= i < N.
-var ErrBadShard = errors.New("shard: not i/N with 0 <= i < N")
-
-// Shard is shard Index of Count.
-type Shard struct {
-	Index, Count int
-}
-
-// All is the single shard of an unsharded bridge: it owns everything.
-var All = Shard{Index: 0, Count: 1}
-
-// Parse reads "i/N", as String writes it.
-func Parse(s string) (Shard, error) {
-	i, n, ok := strings.Cut(s, "/")
-	if !ok {
-		return Shard{}, fmt.Errorf("%w: %q", ErrBadShard, s)
-	}
-	index, err1 := strconv.Atoi(i)
-	count, err2 := strconv.Atoi(n)
-	sh := Shard{Index: index, Count: count}
-	if err1 != nil || err2 != nil || sh.Validate() != nil || strconv.Itoa(index)+"/"+strconv.Itoa(count) != s {
-		return Shard{}, fmt.Errorf("%w: %q", ErrBadShard, s)
-	}
-	return sh, nil
-}
-
-// Validate reports whether s is a shard: 0 <= Index < Count.
-func (s Shard) Validate() error {
-	if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
-		return fmt.Errorf("%w: %d/%d", ErrBadShard, s.Index, s.Count)
-	}
-	return nil
-}
-
-// String is "i/N", the value of the events' shard extension.
-func (s Shard) String() string { return strconv.Itoa(s.Index) + "/" + strconv.Itoa(s.Count) }
+// Shard is one of N shards; the contract names it (the shard extension,
+// the shards' subjects), this package decides what it owns.
+type Shard = contract.Shard
 
 // Owns reports whether s owns the object namespace/name (namespace empty
-// for a cluster-scoped object).
-func (s Shard) Owns(namespace, name string) bool {
-	return s.Count == 1 || Of(Key(namespace, name), s.Count) == s.Index
+// for a cluster-scoped object). The zero Shard and 0/1 own everything.
+func Owns(s Shard, namespace, name string) bool {
+	return !s.Sharded() || Of(Key(namespace, name), s.Count) == s.Index
+}
+
+// Owner is Owns for s, in the form informers.WithOwns and the missed-delete
+// scan take.
+func Owner(s Shard) func(namespace, name string) bool {
+	return func(namespace, name string) bool { return Owns(s, namespace, name) }
 }
 
 // Key is what decides an object's shard: its namespace, or its name when it

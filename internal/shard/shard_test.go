@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -10,24 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/sharding"
 )
-
-func TestParse(t *testing.T) {
-	for _, s := range []string{"0/1", "0/3", "2/3", "15/16"} {
-		sh, err := Parse(s)
-		if err != nil {
-			t.Errorf("Parse(%q): %v", s, err)
-			continue
-		}
-		if sh.String() != s {
-			t.Errorf("Parse(%q).String() = %q", s, sh.String())
-		}
-	}
-	for _, s := range []string{"", "1", "3/3", "-1/3", "0/0", "1/-2", "01/3", "0/03", "a/3", "0/3/1", " 0/3", "+1/3"} {
-		if _, err := Parse(s); !errors.Is(err, ErrBadShard) {
-			t.Errorf("Parse(%q) = %v, want ErrBadShard", s, err)
-		}
-	}
-}
 
 // Every object is owned by exactly one shard, whatever N.
 func TestEveryKeyHasOneOwner(t *testing.T) {
@@ -40,7 +21,7 @@ func TestEveryKeyHasOneOwner(t *testing.T) {
 			}
 			owners := 0
 			for i := range n {
-				if (Shard{Index: i, Count: n}).Owns(ns, name) {
+				if Owns(Shard{Index: i, Count: n}, ns, name) {
 					owners++
 				}
 			}

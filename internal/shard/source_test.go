@@ -78,9 +78,9 @@ func TestSourceHoldsOnlyItsShard(t *testing.T) {
 	var owned, other string
 	for _, ns := range all {
 		switch {
-		case sh.Owns(ns, "") && owned == "":
+		case Owns(sh, ns, "") && owned == "":
 			owned = ns
-		case !sh.Owns(ns, "") && other == "":
+		case !Owns(sh, ns, "") && other == "":
 			other = ns
 		}
 	}
@@ -98,7 +98,7 @@ func TestSourceHoldsOnlyItsShard(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := &changeLog{}
-			s, err := informers.NewSource(tc.clients, configMaps, informers.Scope{}, nil, log, informers.WithOwns(sh.Owns))
+			s, err := informers.NewSource(tc.clients, configMaps, informers.Scope{}, nil, log, informers.WithOwns(Owner(sh)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,12 +113,12 @@ func TestSourceHoldsOnlyItsShard(t *testing.T) {
 			}
 			keys := s.Keys()
 			for _, k := range keys {
-				if ns, _, _ := strings.Cut(k, "/"); !sh.Owns(ns, "") {
+				if ns, _, _ := strings.Cut(k, "/"); !Owns(sh, ns, "") {
 					t.Errorf("cache holds %s, of another shard", k)
 				}
 			}
 			for _, ns := range all {
-				if sh.Owns(ns, "") && !contains(keys, ns+"/cm") {
+				if Owns(sh, ns, "") && !contains(keys, ns+"/cm") {
 					t.Errorf("cache lacks %s/cm, the shard's own (holds %v)", ns, keys)
 				}
 			}

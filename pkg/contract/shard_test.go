@@ -22,7 +22,7 @@ func TestParseShard(t *testing.T) {
 			t.Errorf("ParseShard(%q).String() = %q", s, got.String())
 		}
 	}
-	for _, bad := range []string{"", "1", "3/3", "-1/3", "1/0", "01/3", "1/+3", "1/3/4", " 1/3", "a/b"} {
+	for _, bad := range []string{"", "1", "3/3", "-1/3", "1/0", "0/0", "1/-2", "01/3", "0/03", "1/+3", "+1/3", "1/3/4", " 1/3", "a/b"} {
 		if got, err := contract.ParseShard(bad); !errors.Is(err, contract.ErrBadShard) {
 			t.Errorf("ParseShard(%q) = %+v, %v, want ErrBadShard", bad, got, err)
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/kubebridge/kubebridge/internal/bridge"
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/shard"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 	"github.com/kubebridge/kubebridge/pkg/sink"
 )
@@ -138,7 +139,7 @@ func child(args []string) error {
 	case "typed-shard":
 		// The shard's part only, through the Source the bridge builds:
 		// objects of other shards never reach the cache.
-		sh, err := shard.Parse(*shardFlag)
+		sh, err := contract.ParseShard(*shardFlag)
 		if err != nil {
 			return err
 		}
@@ -147,7 +148,7 @@ func child(args []string) error {
 			scope = informers.Scope{LabelSelector: benchLabel}
 		}
 		q := countingQueue{events: &events, wait: *wait}
-		src, err := informers.NewSource(kube.Clients, &informers.Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}, scope, nil, q, informers.WithOwns(sh.Owns))
+		src, err := informers.NewSource(kube.Clients, &informers.Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}, scope, nil, q, informers.WithOwns(shard.Owner(sh)))
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kubebridge/kubebridge/internal/shard"
+	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 const benchNamespace = "bench-versus"
@@ -87,7 +88,7 @@ func selectModes(only string) ([]mode, error) {
 			if m.name == name {
 				switch {
 				case name == "typed-shard":
-					sh, err := shard.Parse(at)
+					sh, err := contract.ParseShard(at)
 					if err != nil {
 						return nil, fmt.Errorf("mode %q: want typed-shard@i/N: %w", name, err)
 					}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kubebridge/kubebridge/internal/shard"
 )
 
 // runChild runs mode m in a fresh process: the first measurement once it is
@@ -163,7 +165,7 @@ func logResult(m mode, r result) {
 // owned tells whether mode m sees the object namespace/name: every object,
 // but for typed-shard only its shard's.
 func (b *bench) owned(m mode, namespace, name string) bool {
-	return m.name != "typed-shard" || m.shard.Owns(namespace, name)
+	return m.name != "typed-shard" || shard.Owns(m.shard, namespace, name)
 }
 
 // objectsOf is how many of the preloaded objects mode m caches.
