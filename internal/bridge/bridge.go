@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/metrics"
+	"github.com/kubebridge/kubebridge/internal/shard"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -90,7 +91,9 @@ func New(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts
 	if err != nil {
 		return nil, err
 	}
-	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
+	// A shard's subjects name it: its markers and term marker have
+	// subjects of their own, and its events carry the shard extension.
+	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName, Shard: cfg.Shard()}
 	info, err := ensureStream(ctx, js, cfg, subjects, func(error) { m.JetStreamWaits.Inc() })
 	if err != nil {
 		return nil, err
@@ -117,10 +120,16 @@ func New(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts
 		queue = gated
 	}
 	transform := informers.TransformOptions{StripManagedFields: cfg.StripManagedFields, StripLastApplied: cfg.StripLastApplied, RedactSecrets: cfg.RedactSecrets}.Transform()
+	sourceOpts := []informers.SourceOption{informers.WithClock(o.now), informers.WithObserver(sourceObserver{m})}
+	if sh := cfg.Shard(); sh.Sharded() {
+		// Objects of other shards never reach the cache.
+		sourceOpts = append(sourceOpts, informers.WithOwns(shard.Owner(sh)))
+		logger.Info("Sharded: this bridge publishes the namespaces, and the cluster-scoped names, that hash to its shard", "shard", sh.String(),
+			"lease", cfg.LeaseName, "termSubject", subjects.Term())
+	}
 	var sources []*informers.Source
 	for _, w := range watches {
-		src, err := informers.NewSource(kube.Clients, w.resource, w.scope, transform, queue,
-			informers.WithClock(o.now), informers.WithObserver(sourceObserver{m}))
+		src, err := informers.NewSource(kube.Clients, w.resource, w.scope, transform, queue, sourceOpts...)
 		if err != nil {
 			return nil, err
 		}

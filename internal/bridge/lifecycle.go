@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/leader"
 	"github.com/kubebridge/kubebridge/internal/metrics"
+	"github.com/kubebridge/kubebridge/internal/shard"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 	"github.com/kubebridge/kubebridge/pkg/sink"
@@ -82,7 +83,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	} else {
 		go logFirstEvent(lead, term, func() bool { return metrics.Total(b.metrics.EventsPublished) > 0 })
 	}
-	b.startSnapshotters(lead, &wg, pb, &reconciler{tail: sink.Tail{Stream: b.stream}, subjects: b.subjects, seen: fence.Observe})
+	b.startSnapshotters(lead, &wg, pb, &reconciler{tail: sink.Tail{Stream: b.stream}, subjects: b.subjects, owns: shard.Owner(b.subjects.Shard), seen: fence.Observe})
 
 	<-lead.Done()
 	if isClosed(deposed) || isClosed(fence.Fenced()) {

@@ -32,6 +32,9 @@ type streamTail interface {
 type reconciler struct {
 	tail     streamTail
 	subjects contract.Subjects
+	// owns, if set, says which objects are this bridge's (its shard's):
+	// another shard's subjects are that shard's to reconcile.
+	owns func(namespace, name string) bool
 	// seen, if set, is told the last sequence and headers of every
 	// subject scanned: the fence starts from it, so the snapshot that
 	// follows the scan is not refused once per object. It reports (true)
@@ -56,6 +59,12 @@ func (r *reconciler) missedDeletes(ctx context.Context, res *informers.Resource,
 	var candidates []string
 	scanned := 0
 	err = r.tail.LastPerSubject(ctx, filter, func(subject string, seq uint64, h nats.Header) error {
+		ref, err := r.subjects.ParseObject(subject)
+		if err == nil && r.owns != nil && !r.owns(ref.Namespace, ref.Name) {
+			// Another shard's object: neither its delete nor its fence
+			// is this bridge's.
+			return nil
+		}
 		scanned++
 		if r.seen != nil && r.seen(ctx, subject, seq, h) {
 			// Foreign: no object's state to delete. If the cluster has the
@@ -63,12 +72,8 @@ func (r *reconciler) missedDeletes(ctx context.Context, res *informers.Resource,
 			// readers report it.
 			return nil
 		}
-		if h.Get(contract.HeaderType) == contract.TypeDeleted {
-			return nil
-		}
-		ref, err := r.subjects.ParseObject(subject)
-		if err != nil {
-			return nil // a marker, or not one of ours
+		if err != nil || h.Get(contract.HeaderType) == contract.TypeDeleted {
+			return nil // a marker, not one of ours, or deleted already
 		}
 		if res.Namespaced && len(scope.Namespaces) > 0 && !slices.Contains(scope.Namespaces, ref.Namespace) {
 			return nil

@@ -41,7 +41,7 @@ func startTerm(ctx context.Context, js termPublisher, stream termStream, enc *en
 		cancel()
 		if err == nil {
 			logger.Info("Term started: every event carries this term; a publish over a newer term's message is refused", "term", ack.Sequence, "holder", d.Holder)
-			return sink.NewFence(ack.Sequence, streamTerms{stream: stream, subject: msg.Subject}, stream), nil
+			return sink.NewFence(ack.Sequence, streamTerms{stream: stream, subjects: enc.Subjects}, stream), nil
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("term marker: %w", ctx.Err())
@@ -64,10 +64,13 @@ type termStream interface {
 
 // streamTerms reads terms as the contract defines them: an event's term
 // is its ce-term header, and a term exists where a term marker of this
-// cluster is stored at the stream sequence it names.
+// cluster is stored at the stream sequence it names. A term marker of any
+// shard of the cluster counts: after a change of the number of shards, a
+// subject's last message is from its old shard, whose term is older than
+// every term of the new set, and is overwritten as a deposed leader's.
 type streamTerms struct {
-	stream  termStream
-	subject string // this cluster's term subject
+	stream   termStream
+	subjects contract.Subjects // this cluster's
 }
 
 func (s streamTerms) Of(h nats.Header) (uint64, bool) {
@@ -85,11 +88,16 @@ func (s streamTerms) Marker(ctx context.Context, seq uint64) (sink.MarkerState, 
 		return sink.MarkerGone, nil
 	case err != nil:
 		return 0, fmt.Errorf("read stream sequence %d for its term marker: %w", seq, err)
-	case m.Subject == s.subject && m.Header.Get(contract.HeaderType) == contract.TypeTerm:
+	case s.isTermSubject(m.Subject) && m.Header.Get(contract.HeaderType) == contract.TypeTerm:
 		return sink.MarkerStored, nil
 	default:
 		return sink.MarkerAbsent, nil
 	}
+}
+
+func (s streamTerms) isTermSubject(subject string) bool {
+	sub, err := s.subjects.Parse(subject)
+	return err == nil && sub.Kind == contract.TermSubject
 }
 
 // endTerm ends what this replica publishes and says why. A replica that was

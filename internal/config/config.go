@@ -75,6 +75,10 @@ type Config struct {
 	EmbeddedNATSListen   string `env:"BRIDGE_EMBEDDED_NATS_LISTEN, default=127.0.0.1:4222" help:"host:port of the embedded NATS server (only without NATS_URL)."`
 	EmbeddedNATSStoreDir string `env:"BRIDGE_EMBEDDED_NATS_STORE_DIR" help:"JetStream store directory of the embedded NATS server; default <tmp>/kubebridge-jetstream."`
 
+	Shards int `env:"BRIDGE_SHARDS, default=1" help:"Number of bridge shards publishing this cluster, each owning the namespaces (and cluster-scoped names) that hash to it (docs/design/sharding.md); 1: one bridge publishes everything. Change it only as docs/operations.md says."`
+	// ShardIndex is set from the pod's ordinal by Load when unset.
+	ShardIndex string `env:"BRIDGE_SHARD" help:"This bridge's shard, 0 to BRIDGE_SHARDS-1. Unset: the ordinal of the pod's name (POD_NAME, else HOSTNAME: a StatefulSet's kubebridge-4) modulo BRIDGE_SHARDS, so a StatefulSet of BRIDGE_SHARDS x replicas pods gives each shard its replicas."`
+
 	LeaderElection     bool          `env:"BRIDGE_LEADER_ELECTION, default=false" help:"Run as one of several replicas: only the holder of a coordination.k8s.io Lease publishes; the others keep their informers synced as hot standbys."`
 	LeaseNamespace     string        `env:"BRIDGE_LEASE_NAMESPACE" help:"Namespace of the leader election Lease; default POD_NAMESPACE, else the pod's service account namespace, else default."`
 	LeaseName          string        `env:"BRIDGE_LEASE_NAME" help:"Name of the leader election Lease; default kubebridge-<BRIDGE_CLUSTER_NAME>."`
@@ -239,6 +243,8 @@ func (c *Config) validate(lookup envconfig.Lookuper) []string {
 		add("BRIDGE_TOMBSTONE_TTL=%v: must be 0 (never expire) or whole seconds, at least 1s", c.TombstoneTTL)
 	}
 	p = append(p, c.validateNATS(set)...)
+	// Before the leader's: the Lease's default name names the shard.
+	p = append(p, c.validateShard(lookup)...)
 	p = append(p, c.validateLeader(lookup)...)
 	return p
 }

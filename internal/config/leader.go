@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/sethvargo/go-envconfig"
@@ -26,6 +27,10 @@ func (c *Config) validateLeader(lookup envconfig.Lookuper) []string {
 	}
 	if c.LeaseName == "" {
 		c.LeaseName = "kubebridge-" + c.ClusterName
+		if sh := c.Shard(); sh.Sharded() {
+			// Each shard elects its own leader.
+			c.LeaseName += "-" + strconv.Itoa(sh.Index) + "-of-" + strconv.Itoa(sh.Count)
+		}
 	}
 	if errs := validation.IsDNS1123Label(c.LeaseNamespace); len(errs) > 0 {
 		add("BRIDGE_LEASE_NAMESPACE=%q: is not a namespace name: %s", c.LeaseNamespace, errs[0])

@@ -1,0 +1,230 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubebridge/kubebridge/internal/replay"
+	"github.com/kubebridge/kubebridge/internal/shard"
+	"github.com/kubebridge/kubebridge/pkg/contract"
+)
+
+// shardSet is N shards of bridges over a set of namespaces.
+type shardSet struct {
+	h          *harness
+	n          int
+	namespaces []string
+	pods       int
+}
+
+// vars configure a replica of shard i with leader election on a short
+// Lease; the Lease's name is the default, per shard.
+func (s *shardSet) vars(i int) map[string]string {
+	s.pods++
+	v := s.h.electionVars(fmt.Sprintf("shard-%d-pod-%d", i, s.pods))
+	v["BRIDGE_LEASE_NAME"] = ""
+	v["BRIDGE_NAMESPACES"] = strings.Join(s.namespaces, ",")
+	v["BRIDGE_SHARDS"] = strconv.Itoa(s.n)
+	v["BRIDGE_SHARD"] = strconv.Itoa(i)
+	return v
+}
+
+// standby launches a replica of shard i and waits until it is a synced
+// standby.
+func (s *shardSet) standby(i int) *bridge {
+	b := s.h.launchBridge(s.vars(i))
+	b.waitLog("Standby: informer caches synced", readyTimeout)
+	return b
+}
+
+// list is the apiserver's ConfigMaps of the set's namespaces.
+func (s *shardSet) list() map[string]string {
+	out := map[string]string{}
+	for subj, rv := range s.h.listConfigMaps("", metav1.ListOptions{}) {
+		for _, ns := range s.namespaces {
+			if strings.HasPrefix(subj, s.h.cmType()+"."+ns+".") {
+				out[subj] = rv
+			}
+		}
+	}
+	return out
+}
+
+// churns are churns in several namespaces.
+type churns []*churn
+
+func (cs churns) ops() int64 {
+	var n int64
+	for _, c := range cs {
+		n += c.ops()
+	}
+	return n
+}
+
+func (cs churns) waitOps(n int64, timeout time.Duration) bool {
+	target := cs.ops() + n
+	for deadline := time.Now().Add(timeout); cs.ops() < target; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
+func (cs churns) stop() []error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.stop()...)
+	}
+	return errs
+}
+
+// TestShardsWithStandbys runs 3 shards of 2 replicas each (leader election
+// per shard, on the shard's own Lease) over 30 namespaces under churn,
+// kills each shard's leader once, and freezes one leader (SIGSTOP) until
+// its shard's standby has taken over. Then the shards' streams replay to
+// the apiserver's list, the last message per subject equals it, no event
+// id is stored twice, every object event comes from the shard that owns
+// its namespace, every marker from its own shard's subject, nothing a
+// deposed leader wrote after its shard's next term began was stored, and
+// no bridge but the frozen one was fenced.
+func TestShardsWithStandbys(t *testing.T) {
+	const n, namespaces = 3, 30
+	h := newHarness(t)
+	typ := h.cmType()
+	s := &shardSet{h: h, n: n, namespaces: []string{h.ns}}
+	for len(s.namespaces) < namespaces {
+		s.namespaces = append(s.namespaces, h.newNamespace())
+	}
+	owners := make([]int, n)
+	for _, ns := range s.namespaces {
+		owners[shardOfNamespace(ns, n)]++
+	}
+	t.Logf("namespaces per shard: %v", owners)
+	for _, ns := range s.namespaces {
+		for i := range 3 {
+			h.createCM(ns, fmt.Sprintf("pre-%d", i), nil, map[string]string{"v": "0"})
+		}
+	}
+
+	leaders, standbys := make([]*bridge, n), make([]*bridge, n)
+	for i := range n {
+		leaders[i] = h.startBridge(s.vars(i))
+	}
+	for i := range n {
+		standbys[i] = s.standby(i)
+	}
+	var cs churns
+	for k, ns := range s.namespaces {
+		cs = append(cs, startChurn(h.cs, ns, 4, 250*time.Millisecond, uint64(k+1)))
+	}
+	defer cs.stop()
+	if !cs.waitOps(200, time.Minute) {
+		t.Fatalf("churn stalled")
+	}
+	var all []*bridge
+	all = append(all, leaders...)
+	all = append(all, standbys...)
+
+	// Each shard's leader killed in turn; its standby takes over, and a
+	// new replica becomes the shard's standby.
+	for i := range n {
+		leaders[i].kill()
+		standbys[i].waitLog("Start-up snapshots published", 2*readyTimeout)
+		leaders[i], standbys[i] = standbys[i], s.standby(i)
+		all = append(all, standbys[i])
+		if !cs.waitOps(100, time.Minute) {
+			t.Fatalf("churn stalled after shard %d's takeover", i)
+		}
+	}
+
+	// Shard 1's leader frozen past its Lease.
+	frozen := leaders[1]
+	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	frozen.stopped.Store(true)
+	thawed := false
+	defer func() {
+		if !thawed {
+			_ = frozen.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	standbys[1].waitLog("Start-up snapshots published", 2*readyTimeout)
+	if !cs.waitOps(100, time.Minute) {
+		t.Fatal("churn stalled while shard 1's leader was frozen")
+	}
+	if err := frozen.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	thawed = true
+	waitExitNonZero(t, frozen, "frozen leader of shard 1")
+
+	if errs := cs.stop(); len(errs) > 0 {
+		t.Fatalf("churn: %d errors, first: %v", len(errs), errs[0])
+	}
+	want := s.list()
+	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, nil)
+	checkNoRegressions(t, st)
+	checkUniqueIDs(t, msgs)
+	checkShards(t, h, msgs, n)
+	h.waitLastPerSubject(typ, want)
+	for _, b := range all {
+		if b != frozen && b.countLog(fencedLine) > 0 {
+			t.Errorf("%s (not the frozen leader) was fenced", b.name)
+		}
+	}
+	t.Logf("%d messages, %d objects, %d swept in the replay", len(msgs), len(want), len(st.Swept))
+}
+
+func shardOfNamespace(ns string, n int) int { return shard.Of(shard.Key(ns, ""), n) }
+
+// checkShards checks that every message is its shard's, and applies the
+// term rule per shard: nothing a shard's deposed leader wrote was stored
+// after the shard's next term marker.
+func checkShards(t *testing.T, h *harness, msgs []replay.Message, n int) {
+	t.Helper()
+	subjects := h.subjects()
+	current := map[contract.Shard]uint64{}
+	terms := map[contract.Shard]int{}
+	for _, m := range msgs {
+		sh, err := contract.ParseShard(m.Ext(contract.ExtShard))
+		if err != nil || sh.Count != n {
+			t.Errorf("seq %d %s %s: shard %q", m.Seq, m.Event.Type(), m.Subject, m.Ext(contract.ExtShard))
+			continue
+		}
+		sub, err := subjects.Parse(m.Subject)
+		if err != nil {
+			t.Errorf("seq %d: %v", m.Seq, err)
+			continue
+		}
+		if sub.Kind == contract.ObjectSubject {
+			if owner := shardOfNamespace(sub.Namespace, n); owner != sh.Index {
+				t.Errorf("seq %d %s: written by shard %s, its namespace is shard %d's", m.Seq, m.Subject, sh, owner)
+			}
+		} else if sub.Shard != sh {
+			t.Errorf("seq %d %s of shard %s on the subject of shard %s", m.Seq, m.Event.Type(), sh, sub.Shard)
+		}
+		if m.Event.Type() == contract.TypeTerm {
+			current[sh] = m.Seq
+			terms[sh]++
+			continue
+		}
+		if term, err := contract.TermOf(m.Header); err != nil || term < current[sh] {
+			t.Errorf("seq %d %s %s of shard %s: term %d stored after the shard's term %d began (%v)", m.Seq, m.Event.Type(), m.Subject, sh, term, current[sh], err)
+		}
+	}
+	var counts []string
+	for i := range n {
+		counts = append(counts, fmt.Sprintf("%d/%d: %d", i, n, terms[contract.Shard{Index: i, Count: n}]))
+	}
+	slices.Sort(counts)
+	t.Logf("terms per shard: %s", strings.Join(counts, ", "))
+}
