@@ -1,10 +1,12 @@
 package kustomize_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/sethvargo/go-envconfig"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -53,13 +55,12 @@ func TestHighAvailability(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			bc := bridgeOf(t, b)
 			cfg, _ := bridgeConfig(t, b, bc)
-			var d *appsv1.Deployment
-			for _, x := range ofType[*appsv1.Deployment](b) {
-				if &x.Spec.Template == bc.pod {
-					d = x
-				}
+			if sts, ok := bc.obj.(*appsv1.StatefulSet); ok {
+				checkShards(t, b, bc, sts, cfg)
+				return
 			}
-			if d == nil {
+			d, ok := bc.obj.(*appsv1.Deployment)
+			if !ok {
 				t.Fatalf("%s: the bridge must run as a Deployment", bc.workload)
 			}
 			replicas := int32(1) // the API's default
@@ -76,10 +77,64 @@ func TestHighAvailability(t *testing.T) {
 				t.Errorf("%s: %d replicas, want 2: a leader and a hot standby", bc.workload, replicas)
 			}
 			checkRollout(t, d, int(replicas))
-			checkDisruptionBudget(t, b, bc, int(replicas))
+			checkDisruptionBudget(t, b, bc, int(replicas), 1)
 			checkSpreading(t, bc)
 		})
 	}
+}
+
+// checkShards: a sharded bridge runs as a StatefulSet with leader election
+// and two replicas per shard; the pods' ordinals give every shard two
+// pods, each shard its own Lease; a rollout and a drain take one pod at a
+// time, so every shard keeps a replica.
+func checkShards(t *testing.T, b *build, bc bridgeContainer, sts *appsv1.StatefulSet, cfg *config.Config) {
+	t.Helper()
+	n := cfg.Shards
+	if !cfg.LeaderElection {
+		t.Errorf("%s: sharded without BRIDGE_LEADER_ELECTION: both replicas of a shard would publish", bc.workload)
+	}
+	replicas := int32(1)
+	if sts.Spec.Replicas != nil {
+		replicas = *sts.Spec.Replicas
+	}
+	if int(replicas) != 2*n {
+		t.Errorf("%s: %d replicas for BRIDGE_SHARDS=%d, want %d: a leader and a hot standby per shard", bc.workload, replicas, n, 2*n)
+	}
+	if sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		t.Errorf("%s: podManagementPolicy %q, want Parallel", bc.workload, sts.Spec.PodManagementPolicy)
+	}
+	if u := sts.Spec.UpdateStrategy; u.Type != "" && u.Type != appsv1.RollingUpdateStatefulSetStrategyType ||
+		u.RollingUpdate != nil && u.RollingUpdate.MaxUnavailable != nil && u.RollingUpdate.MaxUnavailable.IntValue() != 1 {
+		t.Errorf("%s: updateStrategy %+v, want RollingUpdate of one pod at a time", bc.workload, u)
+	}
+	// Each pod's shard and Lease, as the bridge resolves them from its
+	// pod name.
+	pods := map[int][]string{}
+	leases := map[string]int{}
+	env, _ := environment(t, b, bc)
+	if env["NATS_URL"] == "" {
+		env["NATS_URL"] = defaultNATSURL
+	}
+	for ordinal := range int(replicas) {
+		env["POD_NAME"] = bc.podName(ordinal)
+		c, err := config.Load(context.Background(), envconfig.MapLookuper(env))
+		if err != nil {
+			t.Fatalf("%s: pod %s: %v", bc.workload, env["POD_NAME"], err)
+		}
+		sh := c.Shard()
+		pods[sh.Index] = append(pods[sh.Index], env["POD_NAME"])
+		if prev, ok := leases[c.LeaseName]; ok && prev != sh.Index {
+			t.Errorf("%s: shards %d and %d share the Lease %s", bc.workload, prev, sh.Index, c.LeaseName)
+		}
+		leases[c.LeaseName] = sh.Index
+	}
+	for i := range n {
+		if len(pods[i]) != 2 {
+			t.Errorf("%s: shard %d/%d has pods %v, want two", bc.workload, i, n, pods[i])
+		}
+	}
+	checkDisruptionBudget(t, b, bc, int(replicas), int(replicas)-1)
+	checkSpreading(t, bc)
 }
 
 // checkRollout: a rollout starts one extra pod at a time and stops an old
@@ -117,7 +172,7 @@ func checkRollout(t *testing.T, d *appsv1.Deployment, replicas int) {
 // checkDisruptionBudget: one policy/v1 PodDisruptionBudget selects the
 // bridge's pods, and nothing else of the build, and keeps one of them
 // while letting the other go.
-func checkDisruptionBudget(t *testing.T, b *build, bc bridgeContainer, replicas int) {
+func checkDisruptionBudget(t *testing.T, b *build, bc bridgeContainer, replicas, wantKept int) {
 	t.Helper()
 	var budgets []*policyv1.PodDisruptionBudget
 	for _, p := range ofType[*policyv1.PodDisruptionBudget](b) {
@@ -157,8 +212,8 @@ func checkDisruptionBudget(t *testing.T, b *build, bc bridgeContainer, replicas 
 	default:
 		t.Fatalf("%s: set one of minAvailable and maxUnavailable", where)
 	}
-	if kept != 1 {
-		t.Errorf("%s: keeps %d of %d replicas; want 1: a drain may evict the leader or the standby, never both", where, kept, replicas)
+	if kept != wantKept {
+		t.Errorf("%s: keeps %d of %d replicas; want %d: a drain may evict a shard's leader or its standby, never both", where, kept, replicas, wantKept)
 	}
 	if pol := p.Spec.UnhealthyPodEvictionPolicy; pol == nil || *pol != policyv1.AlwaysAllow {
 		t.Errorf("%s: unhealthyPodEvictionPolicy %v, want AlwaysAllow: an unready bridge must not hold up a node drain", where, pol)

@@ -67,6 +67,7 @@ var want = map[string]struct {
 	"overlays/namespaced":  {namespace: "apps", watch: []string{"apps"}, resources: []string{"configmaps", "services", "deployments.apps"}},
 	"overlays/with-nats":   {namespace: "kubebridge", clusterRBAC: true, resources: []string{"configmaps", "services", "deployments.apps"}, nats: true},
 	"overlays/example-crd": {namespace: "kubebridge", clusterRBAC: true, resources: []string{"configmaps", "services", "deployments.apps", "widgets.example.com"}},
+	"overlays/sharded":     {namespace: "kubebridge", clusterRBAC: true, resources: []string{"configmaps", "services", "deployments.apps"}},
 }
 
 // object is one rendered object, decoded into its Go type.
@@ -268,10 +269,33 @@ var bridgeVarRE = regexp.MustCompile(`^(BRIDGE|NATS)_`)
 // bridgeContainer is the bridge's container in a build, with its pod.
 type bridgeContainer struct {
 	workload  string // e.g. Deployment kubebridge/kubebridge
+	obj       runtime.Object
 	namespace string
 	pod       *corev1.PodTemplateSpec
 	container *corev1.Container
 	grace     int64
+}
+
+// podName is the name of one of the workload's pods: a StatefulSet's pod
+// of ordinal, or a name a Deployment's ReplicaSet could give.
+func (bc bridgeContainer) podName(ordinal int) string {
+	m, err := meta.Accessor(bc.obj)
+	if err != nil {
+		return "pod"
+	}
+	if _, ok := bc.obj.(*appsv1.StatefulSet); ok {
+		return fmt.Sprintf("%s-%d", m.GetName(), ordinal)
+	}
+	return m.GetName() + "-7c9f8d6b5-xk4qz"
+}
+
+// runsBridge reports whether a pod template runs the bridge's image.
+func runsBridge(pod *corev1.PodTemplateSpec) bool {
+	return slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return isBridgeImage(c.Image) })
+}
+
+func isBridgeImage(image string) bool {
+	return image == bridgeImage || strings.HasPrefix(image, bridgeImage+":") || strings.HasPrefix(image, bridgeImage+"@")
 }
 
 func bridgeOf(t *testing.T, b *build) bridgeContainer {
@@ -284,12 +308,12 @@ func bridgeOf(t *testing.T, b *build) bridgeContainer {
 		}
 		for i := range pod.Spec.Containers {
 			c := &pod.Spec.Containers[i]
-			if c.Image == bridgeImage || strings.HasPrefix(c.Image, bridgeImage+":") || strings.HasPrefix(c.Image, bridgeImage+"@") {
+			if isBridgeImage(c.Image) {
 				grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
 				if pod.Spec.TerminationGracePeriodSeconds != nil {
 					grace = *pod.Spec.TerminationGracePeriodSeconds
 				}
-				found = append(found, bridgeContainer{workload: o.String(), namespace: o.m.GetNamespace(), pod: pod, container: c, grace: grace})
+				found = append(found, bridgeContainer{workload: o.String(), obj: o.obj, namespace: o.m.GetNamespace(), pod: pod, container: c, grace: grace})
 			}
 		}
 	}
@@ -346,6 +370,8 @@ func environment(t *testing.T, b *build, bc bridgeContainer) (env, sources map[s
 			switch vf.FieldRef.FieldPath {
 			case "metadata.namespace":
 				env[e.Name] = bc.namespace
+			case "metadata.name":
+				env[e.Name] = bc.podName(0)
 			default:
 				env[e.Name] = "fieldref-" + vf.FieldRef.FieldPath
 			}
@@ -713,20 +739,24 @@ func TestBridgeWorkload(t *testing.T) {
 					t.Errorf("image %s: the images: transformer did not set a tag", c.Image)
 				}
 			}
-			var deployment *appsv1.Deployment
-			for _, d := range ofType[*appsv1.Deployment](b) {
-				if &d.Spec.Template == bc.pod {
-					deployment = d
+			// Replicas, strategy, disruption budget and spreading:
+			// TestHighAvailability.
+			var selector *metav1.LabelSelector
+			cfg, _ := bridgeConfig(t, b, bc)
+			switch w := bc.obj.(type) {
+			case *appsv1.Deployment:
+				selector = w.Spec.Selector
+			case *appsv1.StatefulSet:
+				// A pod's shard is its ordinal: only a StatefulSet has one.
+				selector = w.Spec.Selector
+				if !cfg.Shard().Sharded() {
+					t.Errorf("%s: an unsharded bridge runs as a Deployment", bc.workload)
 				}
+			default:
+				t.Errorf("%s: the bridge must run as a Deployment, or sharded as a StatefulSet", bc.workload)
 			}
-			if d := deployment; d == nil {
-				t.Errorf("%s: the bridge must run as a Deployment", bc.workload)
-			} else {
-				// Replicas, strategy, disruption budget and spreading:
-				// TestHighAvailability.
-				if sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err != nil || sel.Empty() || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
-					t.Errorf("%s: selector does not match the pod template (%v)", bc.workload, err)
-				}
+			if sel, err := metav1.LabelSelectorAsSelector(selector); selector != nil && (err != nil || sel.Empty() || !sel.Matches(labels.Set(bc.pod.Labels))) {
+				t.Errorf("%s: selector does not match the pod template (%v)", bc.workload, err)
 			}
 			if !isTrue(spec.AutomountServiceAccountToken) {
 				t.Errorf("automountServiceAccountToken must be true: the bridge talks to the API server")

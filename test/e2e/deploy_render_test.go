@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -281,21 +282,61 @@ func deployApply(ctx context.Context, t *testing.T, rc *rest.Config, objs []*uns
 // deployBridgeConfig finds the bridge's Deployment in objs and loads its
 // settings the way the bridge would in its pod (envFrom ConfigMaps, then
 // env; the namespace field ref is ns). It returns its ServiceAccount.
-func deployBridgeConfig(t *testing.T, objs []*unstructured.Unstructured, ns string) (deployIdentity, *config.Config) {
+// deployWorkload is the bridge's workload: a Deployment, or (sharded) a
+// StatefulSet whose pods' ordinals give their shards.
+type deployWorkload struct {
+	metav1.ObjectMeta
+	template corev1.PodTemplateSpec
+	// podNames are the names its pods get: a StatefulSet's by ordinal,
+	// else one a Deployment's could.
+	podNames []string
+}
+
+func deployWorkloadOf(t *testing.T, o *unstructured.Unstructured) (deployWorkload, bool) {
 	t.Helper()
-	var bridges []*appsv1.Deployment
-	var containers []corev1.Container
-	for _, o := range objs {
-		if o.GetKind() != "Deployment" || o.GroupVersionKind().Group != "apps" {
-			continue
-		}
+	if o.GroupVersionKind().Group != "apps" {
+		return deployWorkload{}, false
+	}
+	switch o.GetKind() {
+	case "Deployment":
 		d := &appsv1.Deployment{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
 			t.Fatalf("Deployment %s: %v", o.GetName(), err)
 		}
-		for _, c := range d.Spec.Template.Spec.Containers {
+		return deployWorkload{ObjectMeta: d.ObjectMeta, template: d.Spec.Template, podNames: []string{d.Name + "-7c9f8d6b5-xk4qz"}}, true
+	case "StatefulSet":
+		s := &appsv1.StatefulSet{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, s); err != nil {
+			t.Fatalf("StatefulSet %s: %v", o.GetName(), err)
+		}
+		w := deployWorkload{ObjectMeta: s.ObjectMeta, template: s.Spec.Template}
+		replicas := int32(1)
+		if s.Spec.Replicas != nil {
+			replicas = *s.Spec.Replicas
+		}
+		for i := range replicas {
+			w.podNames = append(w.podNames, fmt.Sprintf("%s-%d", s.Name, i))
+		}
+		return w, true
+	}
+	return deployWorkload{}, false
+}
+
+// deployBridgeConfig returns the identity the bridge runs as, its settings
+// (of its first pod), and the Leases its pods elect their leaders on (one
+// per shard).
+func deployBridgeConfig(t *testing.T, objs []*unstructured.Unstructured, ns string) (deployIdentity, *config.Config, []string) {
+	t.Helper()
+	var bridges []deployWorkload
+	var containers []corev1.Container
+	for _, o := range objs {
+		w, ok := deployWorkloadOf(t, o)
+		if !ok {
+			continue
+		}
+		for _, c := range w.template.Spec.Containers {
 			if c.Image == deployBridgeImage || strings.HasPrefix(c.Image, deployBridgeImage+":") || strings.HasPrefix(c.Image, deployBridgeImage+"@") {
-				bridges = append(bridges, d)
+				bridges = append(bridges, w)
 				containers = append(containers, c)
 			}
 		}
@@ -333,6 +374,8 @@ func deployBridgeConfig(t *testing.T, objs []*unstructured.Unstructured, ns stri
 			env[e.Name] = e.Value
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
 			env[e.Name] = ns
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			env[e.Name] = d.podNames[0]
 		}
 	}
 	if env["BRIDGE_RESOURCES"] == "" {
@@ -340,11 +383,24 @@ func deployBridgeConfig(t *testing.T, objs []*unstructured.Unstructured, ns stri
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cfg, err := config.Load(ctx, envconfig.MapLookuper(env))
-	if err != nil {
-		t.Fatalf("the bridge's settings do not load: %v", err)
+	var cfg *config.Config
+	var leases []string
+	for _, pod := range d.podNames {
+		if _, ok := env["POD_NAME"]; ok {
+			env["POD_NAME"] = pod
+		}
+		c, err := config.Load(ctx, envconfig.MapLookuper(env))
+		if err != nil {
+			t.Fatalf("the bridge's settings do not load (pod %s): %v", pod, err)
+		}
+		if cfg == nil {
+			cfg = c
+		}
+		if c.LeaderElection && !slices.Contains(leases, c.LeaseName) {
+			leases = append(leases, c.LeaseName)
+		}
 	}
-	sa := d.Spec.Template.Spec.ServiceAccountName
+	sa := d.template.Spec.ServiceAccountName
 	if sa == "" {
 		sa = "default"
 	}
@@ -354,7 +410,7 @@ func deployBridgeConfig(t *testing.T, objs []*unstructured.Unstructured, ns stri
 		t.Errorf("the bridge runs as ServiceAccount %s/%s, which is not in the output", d.Namespace, sa)
 	}
 	t.Logf("the bridge runs as ServiceAccount %s/%s: BRIDGE_RESOURCES=%q, BRIDGE_NAMESPACES=%q", d.Namespace, sa, env["BRIDGE_RESOURCES"], env["BRIDGE_NAMESPACES"])
-	return deployServiceAccount(d.Namespace, sa), cfg
+	return deployServiceAccount(d.Namespace, sa), cfg, leases
 }
 
 // deployCleanup deletes, when the test ends, every object of objs that was

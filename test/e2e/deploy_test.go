@@ -35,6 +35,7 @@ var deployKustomizations = []deployCase{
 	{dir: "overlays/namespaced", namespace: "apps"},
 	{dir: "overlays/with-nats", namespace: "kubebridge", clusterWide: true},
 	{dir: "overlays/example-crd", namespace: "kubebridge", clusterWide: true, widgetCRD: true},
+	{dir: "overlays/sharded", namespace: "kubebridge", clusterWide: true},
 }
 
 // deployCase is one kustomization and what it must grant.
@@ -154,7 +155,7 @@ func deployKustomization(t *testing.T, rc *rest.Config, cs kubernetes.Interface,
 	t.Logf("applied %d objects in %v", len(objs), time.Since(applyStart).Round(time.Millisecond))
 
 	// 4. What the bridge is configured to watch, and as whom it runs.
-	bridge, cfg := deployBridgeConfig(t, objs, ns)
+	bridge, cfg, leaseNames := deployBridgeConfig(t, objs, ns)
 	if clusterWide != (len(cfg.Namespaces) == 0) {
 		t.Fatalf("BRIDGE_NAMESPACES=%q, but this kustomization is expected to watch %s", strings.Join(cfg.Namespaces, ","),
 			map[bool]string{true: "all namespaces", false: "its own namespace only"}[clusterWide])
@@ -316,19 +317,22 @@ func deployKustomization(t *testing.T, rc *rest.Config, cs kubernetes.Interface,
 			deny("Leases: get, create and update only", authorizationv1.ResourceAttributes{Namespace: n, Verb: verb, Group: leases.Group, Resource: leases.Resource})
 		}
 	}
-	if cfg.LeaderElection {
-		// The Lease itself, by name, as client-go's lock reads and renews
-		// it; deleting it (which would hand leadership to anyone) is not
-		// allowed, nor the same Lease name elsewhere.
+	if sh := cfg.Shard(); sh.Sharded() && len(leaseNames) != sh.Count {
+		t.Errorf("the pods of %d shards elect leaders on %d Leases (%v), want one per shard", sh.Count, len(leaseNames), leaseNames)
+	}
+	// The Lease itself, by name (each shard's), as client-go's lock reads
+	// and renews it; deleting it (which would hand leadership to anyone)
+	// is not allowed, nor the same Lease name elsewhere.
+	for _, lease := range leaseNames {
 		for _, verb := range []string{"get", "update"} {
-			rows = append(rows, deployRow{attrs: authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: leases.Group, Resource: leases.Resource, Name: cfg.LeaseName},
+			rows = append(rows, deployRow{attrs: authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: leases.Group, Resource: leases.Resource, Name: lease},
 				allowed: true, why: "BRIDGE_LEADER_ELECTION: its Lease"})
 			for _, n := range []string{otherNS, "kube-system"} {
-				deny("Leases only in its own namespace", authorizationv1.ResourceAttributes{Namespace: n, Verb: verb, Group: leases.Group, Resource: leases.Resource, Name: cfg.LeaseName})
+				deny("Leases only in its own namespace", authorizationv1.ResourceAttributes{Namespace: n, Verb: verb, Group: leases.Group, Resource: leases.Resource, Name: lease})
 			}
 		}
 		for _, verb := range []string{"patch", "delete"} {
-			deny("Leases: get, create and update only", authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: leases.Group, Resource: leases.Resource, Name: cfg.LeaseName})
+			deny("Leases: get, create and update only", authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: leases.Group, Resource: leases.Resource, Name: lease})
 		}
 	}
 	// Two replicas and a PodDisruptionBudget: the bridge may neither evict
