@@ -158,7 +158,7 @@ func child(args []string) error {
 		}
 		objects = len(src.Keys())
 		defer runtime.KeepAlive(src)
-	case "bridge-typed", "bridge-dynamic":
+	case "bridge-typed", "bridge-dynamic", "bridge-shard":
 		// As cmd/bridge does: DefaultGCPercent unless GOGC is set
 		// (mode+gogc=N).
 		gcPercent, _ = bridge.SetGCDefault(os.LookupEnv)
@@ -168,7 +168,7 @@ func child(args []string) error {
 		}
 		env := map[string]string{
 			"BRIDGE_RESOURCES":      "configmaps",
-			"BRIDGE_NAMESPACES":     benchNamespace,
+			"BRIDGE_NAMESPACES":     namespace,
 			"BRIDGE_CLUSTER_NAME":   "bench",
 			"NATS_URL":              *natsURL,
 			"BRIDGE_RESYNC_PERIOD":  "0",
@@ -176,6 +176,17 @@ func child(args []string) error {
 			"BRIDGE_SUBJECT_PREFIX": "versus." + strings.ToLower(token(strings.TrimPrefix(*stream, "VERSUS_"))),
 			// A port of its own, so runs never collide; /metrics is sampled.
 			"BRIDGE_HTTP_ADDR": "127.0.0.1:0",
+		}
+		if *namespaces > 1 {
+			// Every namespace, and the benchmark's objects only.
+			env["BRIDGE_RESOURCES"] = "configmaps | labels=" + benchLabel
+		}
+		if name == "bridge-shard" {
+			sh, err := contract.ParseShard(*shardFlag)
+			if err != nil {
+				return err
+			}
+			env["BRIDGE_SHARDS"], env["BRIDGE_SHARD"] = strconv.Itoa(sh.Count), strconv.Itoa(sh.Index)
 		}
 		if *budget != "" {
 			env["BRIDGE_PUBLISH_BUFFER_BYTES"] = *budget

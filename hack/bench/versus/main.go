@@ -193,11 +193,6 @@ func parent() error {
 		serverVersion = v.GitVersion
 	}
 	l := layout{namespaces: *namespaces}
-	for _, m := range selected {
-		if m.isBridge() && l.namespaces > 1 {
-			return fmt.Errorf("-namespaces %d: bridge modes watch one namespace", l.namespaces)
-		}
-	}
 	if err := createObjects(ctx, cs, l, *objects, *size, *workers); err != nil {
 		return err
 	}

@@ -23,7 +23,8 @@ type mode struct {
 	noGzip bool
 	// gogc, if set, is the child's GOGC (mode+gogc=N).
 	gogc string
-	// shard is typed-shard's part of the objects (typed-shard@i/N).
+	// shard is the part of the objects of typed-shard and bridge-shard
+	// (mode@i/N).
 	shard shard.Shard
 }
 
@@ -36,6 +37,7 @@ var modes = []mode{
 	{name: "typed-shard", label: "typed informer, one shard"},
 	{name: "bridge-typed", label: "bridge, typed path"},
 	{name: "bridge-dynamic", label: "bridge, dynamic path"},
+	{name: "bridge-shard", label: "bridge, typed path, one shard"},
 }
 
 // id names a mode run: its name, with the budget if one is set.
@@ -44,7 +46,7 @@ func (m mode) id() string {
 	if m.budget != "" {
 		id += "@" + m.budget
 	}
-	if m.name == "typed-shard" {
+	if m.sharded() {
 		id += "@" + m.shard.String()
 	}
 	if m.noGzip {
@@ -57,6 +59,9 @@ func (m mode) id() string {
 }
 
 func (m mode) isBridge() bool { return strings.HasPrefix(m.name, "bridge-") }
+
+// sharded reports whether m holds one shard's part of the objects.
+func (m mode) sharded() bool { return m.name == "typed-shard" || m.name == "bridge-shard" }
 
 func modeNames() string {
 	var n []string
@@ -81,16 +86,16 @@ func selectModes(only string) ([]mode, error) {
 			return nil, fmt.Errorf("mode %q: +gogc= wants a number", name)
 		}
 		name, noGzip := strings.CutSuffix(name, "+nogzip")
-		// After "@": typed-shard's shard, a bridge mode's publish buffer.
+		// After "@": a shard mode's shard, a bridge mode's publish buffer.
 		name, at, _ := strings.Cut(name, "@")
 		found := false
 		for _, m := range modes {
 			if m.name == name {
 				switch {
-				case name == "typed-shard":
+				case m.sharded():
 					sh, err := contract.ParseShard(at)
 					if err != nil {
-						return nil, fmt.Errorf("mode %q: want typed-shard@i/N: %w", name, err)
+						return nil, fmt.Errorf("mode %q: want %s@i/N: %w", name, name, err)
 					}
 					m.shard = sh
 					m.label += " " + sh.String()

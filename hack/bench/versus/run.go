@@ -91,8 +91,9 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 			return out, err
 		}
 		// term marker + begin marker + one item per object + end marker
-		if sc.Msgs != uint64(b.objects)+3 || sc.Items != b.objects {
-			return out, fmt.Errorf("stream %s holds %d messages (%d snapshot items), want %d (%d)", streamName(m), sc.Msgs, sc.Items, b.objects+3, b.objects)
+		objects := b.objectsOf(m)
+		if sc.Msgs != uint64(objects)+3 || sc.Items != objects {
+			return out, fmt.Errorf("stream %s holds %d messages (%d snapshot items), want %d (%d)", streamName(m), sc.Msgs, sc.Items, objects+3, objects)
 		}
 		out.stream = &sc
 	}
@@ -110,14 +111,14 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 		return out, err
 	}
 	if m.isBridge() {
-		mix := b.churn.mix
+		mix := b.mixOf(m)
 		sc, err := waitForChurn(ctx, natsURL, streamName(m), mix)
 		if err != nil {
 			return out, err
 		}
-		if sc.Items != b.objects || sc.Added+sc.RolledUp != mix.creates || sc.Changes != mix.updates || sc.Deleted != mix.deletes || sc.Other != 0 {
+		if sc.Items != b.objectsOf(m) || sc.Added+sc.RolledUp != mix.creates || sc.Changes != mix.updates || sc.Deleted != mix.deletes || sc.Other != 0 {
 			return out, fmt.Errorf("stream %s: %d snapshot items, %d added (%d more rolled up), %d updated events standing for %d updates, %d deleted, %d other events; want %d items, %s, no other events",
-				streamName(m), sc.Items, sc.Added, sc.RolledUp, sc.Updated, sc.Changes, sc.Deleted, sc.Other, b.objects, mix)
+				streamName(m), sc.Items, sc.Added, sc.RolledUp, sc.Updated, sc.Changes, sc.Deleted, sc.Other, b.objectsOf(m), mix)
 		}
 		out.stream = &sc
 	}
@@ -163,9 +164,29 @@ func logResult(m mode, r result) {
 }
 
 // owned tells whether mode m sees the object namespace/name: every object,
-// but for typed-shard only its shard's.
+// but for a shard mode only its shard's.
 func (b *bench) owned(m mode, namespace, name string) bool {
-	return m.name != "typed-shard" || shard.Owns(m.shard, namespace, name)
+	return !m.sharded() || shard.Owns(m.shard, namespace, name)
+}
+
+// mixOf is the part of the churn mode m publishes.
+func (b *bench) mixOf(m mode) churnMix {
+	var out churnMix
+	for k := range b.churn.mix.total() {
+		kind, j := b.churn.mix.at(k)
+		if !b.owned(m, b.namespaceOf(kind, j), "") {
+			continue
+		}
+		switch kind {
+		case create:
+			out.creates++
+		case update:
+			out.updates++
+		default:
+			out.deletes++
+		}
+	}
+	return out
 }
 
 // objectsOf is how many of the preloaded objects mode m caches.
