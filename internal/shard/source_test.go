@@ -92,13 +92,18 @@ func TestSourceHoldsOnlyItsShard(t *testing.T) {
 		name    string
 		clients informers.Clients
 		typed   bool
+		// scope names the namespaces, or is every namespace.
+		scope informers.Scope
 	}{
-		{"typed", informers.Clients{Typed: typed, Dynamic: dyn, Config: typedCfg}, true},
-		{"dynamic", informers.Clients{Dynamic: dyn}, false},
+		{"typed", informers.Clients{Typed: typed, Dynamic: dyn, Config: typedCfg}, true, informers.Scope{}},
+		{"dynamic", informers.Clients{Dynamic: dyn}, false, informers.Scope{}},
+		// The owned namespaces' own informers, which the apiserver
+		// filters; the typed informer factory's path.
+		{"named-namespaces", informers.Clients{Typed: typed, Dynamic: dyn, Config: typedCfg}, true, informers.Scope{Namespaces: all}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := &changeLog{}
-			s, err := informers.NewSource(tc.clients, configMaps, informers.Scope{}, nil, log, informers.WithOwns(Owner(sh)))
+			s, err := informers.NewSource(tc.clients, configMaps, tc.scope, nil, log, informers.WithOwns(Owner(sh)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -73,5 +74,30 @@ func TestOwnedWatchDropsOthers(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("watch delivered %v, want %v", got, want)
+	}
+}
+
+// Named namespaces a shard does not own get no informer: a type whose
+// namespaces are all another shard's needs no client at all, and is synced
+// and empty.
+func TestOwnedNamedNamespacesGetInformersOnlyWhenOwned(t *testing.T) {
+	res := &Resource{GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), Kind: "ConfigMap", Namespaced: true}
+	s, err := NewSource(Clients{}, res, Scope{Namespaces: []string{"b", "c"}}, nil, nil, WithOwns(ownsA))
+	if err != nil {
+		t.Fatalf("a Source of namespaces the shard does not own built informers: %v", err)
+	}
+	if !s.HasSynced() || len(s.Keys()) != 0 || len(s.informers) != 0 {
+		t.Errorf("synced %v, keys %v, %d informers; want synced, none, none", s.HasSynced(), s.Keys(), len(s.informers))
+	}
+	if s.Scope.Namespaces[0] != "b" {
+		t.Errorf("scope %v: the configured scope is what the type's begin markers say", s.Scope)
+	}
+	// An owned one among them gets its own informer.
+	s, err = NewSource(Clients{Typed: fake.NewClientset()}, res, Scope{Namespaces: []string{"b", "a", "c"}}, nil, nil, WithOwns(ownsA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.informers) != 1 {
+		t.Errorf("%d informers for one owned namespace of three", len(s.informers))
 	}
 }

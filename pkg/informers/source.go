@@ -3,6 +3,7 @@ package informers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -105,6 +106,19 @@ func NewSource(clients Clients, res *Resource, scope Scope, transform cache.Tran
 		}
 	}
 	namespaces := scope.Namespaces
+	owns := s.owns
+	if owns != nil && res.Namespaced && len(namespaces) > 0 {
+		// The namespaces are named: watch only those owns accepts, each
+		// with a list and watch of its own, which the apiserver filters.
+		// Ownership is decided by namespace, so every object of an owned
+		// namespace is this Source's; and no informer at all when none is
+		// (the type then has no objects here).
+		namespaces = slices.DeleteFunc(slices.Clone(namespaces), func(ns string) bool { return !owns(ns, "") })
+		owns = nil
+		if len(namespaces) == 0 {
+			return s, nil
+		}
+	}
 	if !res.Namespaced || len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
@@ -116,8 +130,8 @@ func NewSource(clients Clients, res *Resource, scope Scope, transform cache.Tran
 	failures := &watchErrors{now: s.now}
 	for _, ns := range namespaces {
 		newInf := newInformer
-		if s.owns != nil {
-			newInf = ownedInformer(s.owns)
+		if owns != nil {
+			newInf = ownedInformer(owns)
 		}
 		inf, start, typed, err := newInf(clients, res, ns, tweak, transform)
 		if err != nil {
