@@ -40,8 +40,9 @@ type churnOptions struct {
 	workers int           // goroutines (default 1)
 	pause   time.Duration // after each request of a worker
 	seed    uint64
-	prefix  string // default "churn-"
-	filler  int    // bytes of extra data in each created ConfigMap
+	prefix  string            // default "churn-"
+	filler  int               // bytes of extra data in each created ConfigMap
+	labels  map[string]string // of each created ConfigMap
 }
 
 // startChurn churns names names with one worker.
@@ -163,7 +164,7 @@ func (c *churn) run(ctx context.Context, worker int) {
 			if filler != "" {
 				data["filler"] = filler
 			}
-			cm, err = c.cs.CoreV1().ConfigMaps(c.ns).Create(opCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{})
+			cm, err = c.cs.CoreV1().ConfigMaps(c.ns).Create(opCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.opts.labels}, Data: data}, metav1.CreateOptions{})
 			if err == nil {
 				live[name] = cm
 				c.creates.Add(1)

@@ -171,8 +171,14 @@ func jsInstall(t *testing.T, npm string) string {
 // jsTerms returns the sequences of the stream's term markers, in order.
 func (h *harness) jsTerms() []uint64 {
 	h.t.Helper()
+	return h.jsTermsOn(h.prefix + "." + cluster + "." + contract.TermToken)
+}
+
+// jsTermsOn is jsTerms of the term markers on subject.
+func (h *harness) jsTermsOn(subject string) []uint64 {
+	h.t.Helper()
 	var out []uint64
-	for _, m := range h.readFrom(h.prefix+"."+cluster+"."+contract.TermToken, 0) {
+	for _, m := range h.readFrom(subject, 0) {
 		out = append(out, m.Seq)
 	}
 	return out
@@ -184,26 +190,36 @@ func (h *harness) jsTerms() []uint64 {
 // README.
 func (h *harness) jsPublishLate(name string, term uint64) {
 	h.t.Helper()
+	h.jsPublishLateIn(h.ns, name, term, "")
+}
+
+// jsPublishLateIn is jsPublishLate in namespace ns, from shard ("" when
+// unsharded).
+func (h *harness) jsPublishLateIn(ns, name string, term uint64, shard string) {
+	h.t.Helper()
 	uid := string(newUID(h.t))
 	id := cmID(uid, "1", "added") + "/" + strconv.FormatUint(term, 10)
 	hdr := nats.Header{}
 	for k, v := range map[string]string{
 		"ce-specversion": "1.0", "ce-id": id, "ce-type": contract.TypeAdded, "ce-time": time.Now().UTC().Format(time.RFC3339Nano),
-		"ce-source": "k8s://" + cluster + "/api/v1/namespaces/" + h.ns + "/configmaps", "ce-subject": h.ns + "/" + name,
+		"ce-source": "k8s://" + cluster + "/api/v1/namespaces/" + ns + "/configmaps", "ce-subject": ns + "/" + name,
 		"ce-datacontenttype": "application/json", "Content-Type": "application/json",
-		"ce-cluster": cluster, "ce-kind": "ConfigMap", "ce-apiversion": "v1", "ce-namespace": h.ns, "ce-name": name,
+		"ce-cluster": cluster, "ce-kind": "ConfigMap", "ce-apiversion": "v1", "ce-namespace": ns, "ce-name": name,
 		"ce-uid": uid, "ce-resourceversion": "1", "ce-term": strconv.FormatUint(term, 10), "Nats-Msg-Id": msgID(id),
 	} {
 		hdr.Set(k, v)
 	}
-	data := fmt.Sprintf(`{"object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":%q,"uid":%q,"resourceVersion":"1"}}}`, name, h.ns, uid)
+	if shard != "" {
+		hdr.Set("ce-shard", shard)
+	}
+	data := fmt.Sprintf(`{"object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":%q,"uid":%q,"resourceVersion":"1"}}}`, name, ns, uid)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	ack, err := h.js.PublishMsg(ctx, &nats.Msg{Subject: h.cmSubject(h.ns, name), Header: hdr, Data: []byte(data)})
+	ack, err := h.js.PublishMsg(ctx, &nats.Msg{Subject: h.cmSubject(ns, name), Header: hdr, Data: []byte(data)})
 	if err != nil {
 		h.t.Fatalf("publish a late message of term %d: %v", term, err)
 	}
-	h.t.Logf("late message of term %d stored at seq %d on %s", term, ack.Sequence, h.cmSubject(h.ns, name))
+	h.t.Logf("late message of term %d stored at seq %d on %s", term, ack.Sequence, h.cmSubject(ns, name))
 }
 
 // jsProc is one run of the JavaScript consumer; its stdout is collected

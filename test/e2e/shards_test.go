@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubebridge/kubebridge/internal/cli"
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/shard"
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -22,6 +26,10 @@ type shardSet struct {
 	n          int
 	namespaces []string
 	pods       int
+	// label, when set, selects the set's ConfigMaps, which the shards
+	// then watch in every namespace (each filtering its own part
+	// itself); else they watch the namespaces by name.
+	label string
 }
 
 // vars configure a replica of shard i with leader election on a short
@@ -31,8 +39,15 @@ func (s *shardSet) vars(i int) map[string]string {
 	v := s.h.electionVars(fmt.Sprintf("shard-%d-pod-%d", i, s.pods))
 	v["BRIDGE_LEASE_NAME"] = ""
 	v["BRIDGE_NAMESPACES"] = strings.Join(s.namespaces, ",")
+	if s.label != "" {
+		v["BRIDGE_NAMESPACES"] = ""
+		v["BRIDGE_RESOURCES"] = "configmaps | labels=" + s.label
+	}
 	v["BRIDGE_SHARDS"] = strconv.Itoa(s.n)
 	v["BRIDGE_SHARD"] = strconv.Itoa(i)
+	// Snapshots every 2s: the shards' snapshots interleave in the stream,
+	// and a frozen leader has one due the moment it thaws.
+	v["BRIDGE_RESYNC_PERIOD"] = "2s"
 	return v
 }
 
@@ -44,10 +59,10 @@ func (s *shardSet) standby(i int) *bridge {
 	return b
 }
 
-// list is the apiserver's ConfigMaps of the set's namespaces.
+// list is the apiserver's ConfigMaps of the set's namespaces (and label).
 func (s *shardSet) list() map[string]string {
 	out := map[string]string{}
-	for subj, rv := range s.h.listConfigMaps("", metav1.ListOptions{}) {
+	for subj, rv := range s.h.listConfigMaps("", metav1.ListOptions{LabelSelector: s.label}) {
 		for _, ns := range s.namespaces {
 			if strings.HasPrefix(subj, s.h.cmType()+"."+ns+".") {
 				out[subj] = rv
@@ -88,6 +103,8 @@ func (cs churns) stop() []error {
 
 // TestShardsWithStandbys runs 3 shards of 2 replicas each (leader election
 // per shard, on the shard's own Lease) over 30 namespaces under churn,
+// every shard watching every namespace (with a label selector: the
+// apiserver is shared with other tests) and keeping only its own part,
 // kills each shard's leader once, and freezes one leader (SIGSTOP) until
 // its shard's standby has taken over. Then the shards' streams replay to
 // the apiserver's list, the last message per subject equals it, no event
@@ -99,7 +116,8 @@ func TestShardsWithStandbys(t *testing.T) {
 	const n, namespaces = 3, 30
 	h := newHarness(t)
 	typ := h.cmType()
-	s := &shardSet{h: h, n: n, namespaces: []string{h.ns}}
+	s := &shardSet{h: h, n: n, namespaces: []string{h.ns}, label: "kubebridge-e2e=" + h.prefix}
+	labels := map[string]string{"kubebridge-e2e": h.prefix}
 	for len(s.namespaces) < namespaces {
 		s.namespaces = append(s.namespaces, h.newNamespace())
 	}
@@ -110,8 +128,10 @@ func TestShardsWithStandbys(t *testing.T) {
 	t.Logf("namespaces per shard: %v", owners)
 	for _, ns := range s.namespaces {
 		for i := range 3 {
-			h.createCM(ns, fmt.Sprintf("pre-%d", i), nil, map[string]string{"v": "0"})
+			h.createCM(ns, fmt.Sprintf("pre-%d", i), labels, map[string]string{"v": "0"})
 		}
+		// Outside the selector: in no shard's stream.
+		h.createCM(ns, "unlabelled", nil, nil)
 	}
 
 	leaders, standbys := make([]*bridge, n), make([]*bridge, n)
@@ -123,7 +143,7 @@ func TestShardsWithStandbys(t *testing.T) {
 	}
 	var cs churns
 	for k, ns := range s.namespaces {
-		cs = append(cs, startChurn(h.cs, ns, 4, 250*time.Millisecond, uint64(k+1)))
+		cs = append(cs, startChurnWith(h.cs, ns, churnOptions{names: 4, pause: 250 * time.Millisecond, seed: uint64(k + 1), labels: labels}))
 	}
 	defer cs.stop()
 	if !cs.waitOps(200, time.Minute) {
@@ -176,6 +196,7 @@ func TestShardsWithStandbys(t *testing.T) {
 	checkUniqueIDs(t, msgs)
 	checkShards(t, h, msgs, n)
 	h.waitLastPerSubject(typ, want)
+	h.verifyShards(n)
 	for _, b := range all {
 		if b != frozen && b.countLog(fencedLine) > 0 {
 			t.Errorf("%s (not the frozen leader) was fenced", b.name)
@@ -185,6 +206,34 @@ func TestShardsWithStandbys(t *testing.T) {
 }
 
 func shardOfNamespace(ns string, n int) int { return shard.Of(shard.Key(ns, ""), n) }
+
+// verifyShards runs kubebridge verify --against-cluster over the stream: it
+// follows every shard's snapshots and terms, and its replay must equal the
+// apiserver's list within the scope the begin markers name, without a
+// finding. With shards > 0 it checks that it read that many shards' terms.
+func (h *harness) verifyShards(shards int) {
+	t := h.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	args := []string{"verify", "-s", h.natsURL, "--stream", h.stream, "--prefix", h.prefix, "--cluster", cluster,
+		"--against-cluster", "--kubeconfig", h.env.KubeconfigPath(), "-o", "json", "configmaps"}
+	code := cli.Run(ctx, args, &out, &errOut)
+	var report struct {
+		Counts      map[string]int `json:"counts"`
+		TermMarkers int            `json:"termMarkers"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		t.Fatalf("kubebridge verify -o json: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	if code != 0 {
+		t.Errorf("kubebridge verify --against-cluster: exit %d, counts %v\n%s%s", code, report.Counts, out.String(), errOut.String())
+	}
+	if shards > 0 && report.TermMarkers < shards {
+		t.Errorf("kubebridge verify read %d term markers, fewer than the %d shards", report.TermMarkers, shards)
+	}
+}
 
 // checkShards checks that every message is its shard's, and applies the
 // term rule per shard: nothing a shard's deposed leader wrote was stored
@@ -322,6 +371,7 @@ func TestReshardingUnderChurn(t *testing.T) {
 		}
 	}
 	h.waitLastPerSubject(typ, want)
+	h.verifyShards(0)
 	for _, b := range all {
 		if n := b.countLog(fencedLine); n > 0 {
 			t.Errorf("%s was fenced", b.name)
