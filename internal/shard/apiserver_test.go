@@ -174,3 +174,73 @@ func TestAPIServerWithoutTheGate(t *testing.T) {
 		}
 	}
 }
+
+// With the gate on, a list and a watch with an ExcludeSelector of the
+// other shards' namespaces leave those out, and keep the shard's own and
+// a namespace created after the selector was built.
+func TestAPIServerFiltersByExcludeSelector(t *testing.T) {
+	cs := client(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	all := seed(ctx, t, cs, "exclude", 12)
+	sh := Shard{Index: 0, Count: 3}
+	var owned, others []string
+	for _, ns := range all {
+		if Owns(sh, ns, "") {
+			owned = append(owned, ns)
+		} else {
+			others = append(others, ns)
+		}
+	}
+	if len(owned) == 0 || len(others) == 0 {
+		t.Fatalf("shard %s owns %v of %v: the test needs some of each", sh, owned, all)
+	}
+	sel := ExcludeSelector(others)
+	list, err := cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{ShardSelector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ServerFiltered(list.ShardInfo, sel) {
+		t.Fatalf("shardInfo %+v: the apiserver did not say it filtered", list.ShardInfo)
+	}
+	got := namespacesOf(list.Items)
+	for _, ns := range owned {
+		if !slices.Contains(got, ns) {
+			t.Errorf("the list lacks the shard's %s (has %v)", ns, got)
+		}
+	}
+	for _, ns := range others {
+		if slices.Contains(got, ns) {
+			t.Errorf("the list has %s, another shard's", ns)
+		}
+	}
+	w, err := cs.CoreV1().ConfigMaps("").Watch(ctx, metav1.ListOptions{ShardSelector: sel, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// A namespace the selector never heard of: it must come through.
+	fresh := seed(ctx, t, cs, "exclude-later", 1)[0]
+	if _, err := cs.CoreV1().ConfigMaps(others[0]).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(owned[0]).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for len(seen) < 2 {
+		select {
+		case ev := <-w.ResultChan():
+			cm, ok := ev.Object.(*corev1.ConfigMap)
+			if !ok {
+				t.Fatalf("watch event %s %T", ev.Type, ev.Object)
+			}
+			seen = append(seen, cm.Namespace+"/"+cm.Name)
+		case <-ctx.Done():
+			t.Fatalf("watch events %v, want %s/cm then %s/later", seen, fresh, owned[0])
+		}
+	}
+	if want := []string{fresh + "/cm", owned[0] + "/later"}; !slices.Equal(seen, want) {
+		t.Errorf("watch events %v, want %v (nothing of %s)", seen, want, others[0])
+	}
+}

@@ -3,6 +3,7 @@ package shard
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,9 +92,51 @@ func NamespaceSelector(namespaces []string) string {
 		if h == ^uint64(0) {
 			end = "0x10000000000000000" // 2^64, the exclusive end of the space
 		}
-		parts = append(parts, fmt.Sprintf("shardRange(object.metadata.namespace, '0x%016x', '%s')", h, end))
+		parts = append(parts, shardRange(fmt.Sprintf("0x%016x", h), end))
 	}
 	return strings.Join(parts, " || ")
+}
+
+// ExcludeSelector is the apiserver shard selector that matches the objects
+// of every namespace but these (another shard's): the ranges of the
+// namespace hash between theirs. Namespaces unknown when it is built, one
+// created later say, fall in a range and are sent; the receiver's own
+// filter then decides. Since ownership is a function of the name, a
+// shard's selector built from other shards' namespaces can never leave out
+// one of its own objects, however stale the list of namespaces it was
+// built from. It is "" when there is nothing to exclude, or when the
+// selector would be longer than the apiserver takes (SelectorLimit): then
+// nothing is filtered on the server.
+func ExcludeSelector(namespaces []string) string {
+	hashes := make([]uint64, 0, len(namespaces))
+	for _, ns := range namespaces {
+		hashes = append(hashes, Hash(ns))
+	}
+	slices.Sort(hashes)
+	hashes = slices.Compact(hashes)
+	if len(hashes) == 0 {
+		return ""
+	}
+	var parts []string
+	start, open := uint64(0), true // the next range starts at start; open: start is valid (not past 2^64-1)
+	for _, h := range hashes {
+		if open && start < h {
+			parts = append(parts, shardRange(fmt.Sprintf("0x%016x", start), fmt.Sprintf("0x%016x", h)))
+		}
+		start, open = h+1, h != ^uint64(0)
+	}
+	if open {
+		parts = append(parts, shardRange(fmt.Sprintf("0x%016x", start), "0x10000000000000000"))
+	}
+	sel := strings.Join(parts, " || ")
+	if len(sel) > SelectorLimit {
+		return ""
+	}
+	return sel
+}
+
+func shardRange(start, end string) string {
+	return "shardRange(object.metadata.namespace, '" + start + "', '" + end + "')"
 }
 
 // ServerFiltered reports whether a list response was filtered by the

@@ -3,6 +3,8 @@ package shard
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,5 +174,67 @@ func TestNamespaceSelector(t *testing.T) {
 		Hash("a"), Hash("a")+1, Hash("b"), Hash("b")+1)
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// ranges parses a selector of shardRange terms into [start, end) pairs;
+// an end of 2^64 is end 0 with top set.
+func ranges(t *testing.T, sel string) (out [][2]uint64, top []bool) {
+	t.Helper()
+	re := regexp.MustCompile(`^shardRange\(object\.metadata\.namespace, '0x([0-9a-f]{16})', '0x([0-9a-f]{16,17})'\)$`)
+	for _, part := range strings.Split(sel, " || ") {
+		m := re.FindStringSubmatch(part)
+		if m == nil {
+			t.Fatalf("not a shardRange term: %q", part)
+		}
+		start, err1 := strconv.ParseUint(m[1], 16, 64)
+		end, err2 := strconv.ParseUint(m[2], 16, 64)
+		full := m[2] == "10000000000000000"
+		if err1 != nil || (err2 != nil && !full) {
+			t.Fatalf("bad range %q", part)
+		}
+		out = append(out, [2]uint64{start, end})
+		top = append(top, full)
+	}
+	return out, top
+}
+
+// The exclusion selector matches every hash but the excluded namespaces':
+// each excluded hash is outside every range, every other namespace (those
+// that existed, and ones made up later) is inside one, and the ranges are
+// ordered and disjoint.
+func TestExcludeSelector(t *testing.T) {
+	if got := ExcludeSelector(nil); got != "" {
+		t.Errorf("nothing to exclude: %q, want no selector", got)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	var names []string
+	for i := range 300 {
+		names = append(names, fmt.Sprintf("ns-%d-%d", i, rng.IntN(1000)))
+	}
+	excluded := names[:120]
+	rs, top := ranges(t, ExcludeSelector(excluded))
+	in := func(h uint64) bool {
+		for i, r := range rs {
+			if h >= r[0] && (top[i] || h < r[1]) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, ns := range excluded {
+		if in(Hash(ns)) {
+			t.Errorf("excluded %s (0x%016x) is inside a range", ns, Hash(ns))
+		}
+	}
+	for _, ns := range append(names[120:], "created-later", "kube-system", "") {
+		if !slices.Contains(excluded, ns) && !in(Hash(ns)) {
+			t.Errorf("%s (0x%016x) is in no range", ns, Hash(ns))
+		}
+	}
+	for i := 1; i < len(rs); i++ {
+		if top[i-1] || rs[i][0] < rs[i-1][1] || rs[i][0] >= rs[i][1] && !top[i] {
+			t.Errorf("ranges %d and %d overlap or are empty: %x %x", i-1, i, rs[i-1], rs[i])
+		}
 	}
 }
