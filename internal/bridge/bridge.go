@@ -122,8 +122,9 @@ func New(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts
 	transform := informers.TransformOptions{StripManagedFields: cfg.StripManagedFields, StripLastApplied: cfg.StripLastApplied, RedactSecrets: cfg.RedactSecrets}.Transform()
 	sourceOpts := []informers.SourceOption{informers.WithClock(o.now), informers.WithObserver(sourceObserver{m})}
 	if sh := cfg.Shard(); sh.Sharded() {
-		// Objects of other shards never reach the cache.
-		sourceOpts = append(sourceOpts, informers.WithOwns(shard.Owner(sh)))
+		// Objects of other shards never reach the cache; with the
+		// apiserver's sharded watch, they are not even sent.
+		sourceOpts = append(sourceOpts, informers.WithOwns(shard.Owner(sh)), informers.WithShardSelector(otherShardsSelector(ctx, kube, sh)))
 		logger.Info("Sharded: this bridge publishes the namespaces, and the cluster-scoped names, that hash to its shard", "shard", sh.String(),
 			"lease", cfg.LeaseName, "termSubject", subjects.Term())
 	}

@@ -3,6 +3,7 @@ package informers
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,14 @@ type Owns func(namespace, name string) bool
 type ownedListWatch struct {
 	lw   cache.ListerWatcherWithContext
 	owns Owns
+	// selector, if set, is sent as the list's and watch's shard selector;
+	// filtered is told whether the apiserver applied it to a list.
+	selector string
+	filtered func(bool)
+	// probe makes the first watch that lists (client-go's watch-list,
+	// whose events do not say whether a selector was applied) ask once
+	// with a list of one object.
+	probe *sync.Once
 }
 
 var (
@@ -42,9 +51,13 @@ func (o ownedListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) 
 }
 
 func (o ownedListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	opts.ShardSelector = o.selector
 	list, err := o.lw.ListWithContext(ctx, opts)
 	if err != nil {
 		return nil, err
+	}
+	if o.selector != "" && o.filtered != nil {
+		o.filtered(shardSelectorOf(list) == o.selector)
 	}
 	items, err := meta.ExtractList(list)
 	if err != nil {
@@ -66,6 +79,17 @@ func (o ownedListWatch) ListWithContext(ctx context.Context, opts metav1.ListOpt
 }
 
 func (o ownedListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.ShardSelector = o.selector
+	if o.selector != "" && o.filtered != nil && o.probe != nil && opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+		o.probe.Do(func() {
+			// The list's shardInfo says whether the apiserver applies
+			// the selector; one object is enough to ask.
+			list, err := o.lw.ListWithContext(ctx, metav1.ListOptions{ShardSelector: o.selector, Limit: 1})
+			if err == nil {
+				o.filtered(shardSelectorOf(list) == o.selector)
+			}
+		})
+	}
 	w, err := o.lw.WatchWithContext(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -87,16 +111,32 @@ func (o ownedListWatch) admits(obj runtime.Object) bool {
 	return err != nil || o.owns(m.GetNamespace(), m.GetName())
 }
 
+// shardSelectorOf is the shard selector a list response says the apiserver
+// applied (metadata.shardInfo.selector), "" when it says none.
+func shardSelectorOf(list runtime.Object) string {
+	switch l := list.(type) {
+	case *unstructured.UnstructuredList:
+		sel, _, _ := unstructured.NestedString(l.Object, "metadata", "shardInfo", "selector")
+		return sel
+	case interface{ GetListMeta() metav1.ListInterface }:
+		if lm, ok := l.GetListMeta().(*metav1.ListMeta); ok && lm.ShardInfo != nil {
+			return lm.ShardInfo.Selector
+		}
+	}
+	return ""
+}
+
 // ownedInformer builds informers as newInformer does, on list and watch
-// filtered by owns: typed (protobuf, from Clients.Config) for the types
-// client-go's scheme knows, dynamic for the others.
-func ownedInformer(owns Owns) func(Clients, *Resource, string, func(*metav1.ListOptions), cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
+// filtered by owns (and, with selector, by the apiserver): typed
+// (protobuf, from Clients.Config) for the types client-go's scheme knows,
+// dynamic for the others.
+func ownedInformer(owns Owns, selector string, filtered func(bool)) func(Clients, *Resource, string, func(*metav1.ListOptions), cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
 	return func(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
 		lw, example, typed, err := listWatch(clients, res, ns, tweak)
 		if err != nil {
 			return nil, nil, false, err
 		}
-		inf := cache.NewSharedIndexInformer(ownedListWatch{lw: lw, owns: owns}, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		inf := cache.NewSharedIndexInformer(ownedListWatch{lw: lw, owns: owns, selector: selector, filtered: filtered, probe: &sync.Once{}}, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 		if transform != nil {
 			if err := inf.SetTransform(transform); err != nil {
 				return nil, nil, false, fmt.Errorf("%s: set transform: %w", res, err)

@@ -3,6 +3,7 @@ package informers
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,5 +100,54 @@ func TestOwnedNamedNamespacesGetInformersOnlyWhenOwned(t *testing.T) {
 	}
 	if len(s.informers) != 1 {
 		t.Errorf("%d informers for one owned namespace of three", len(s.informers))
+	}
+}
+
+// The shard selector goes with every list and watch; whether the apiserver
+// applied it is read from a list's shardInfo, or, when client-go lists by
+// watching (watch-list, whose events do not say), from one probing list of
+// one object, once.
+func TestOwnedShardSelector(t *testing.T) {
+	for _, echo := range []bool{true, false} {
+		var sent []metav1.ListOptions
+		lw := &cache.ListWatch{
+			ListWithContextFunc: func(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				sent = append(sent, o)
+				list := &corev1.ConfigMapList{}
+				if echo {
+					list.ShardInfo = &metav1.ShardInfo{Selector: o.ShardSelector}
+				}
+				return list, nil
+			},
+			WatchFuncWithContext: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				sent = append(sent, o)
+				return watch.NewFake(), nil
+			},
+		}
+		var told []bool
+		o := ownedListWatch{lw: lw, owns: ownsA, selector: "sel", filtered: func(f bool) { told = append(told, f) }, probe: &sync.Once{}}
+		yes := true
+		for range 2 {
+			w, err := o.WatchWithContext(t.Context(), metav1.ListOptions{SendInitialEvents: &yes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Stop()
+		}
+		if _, err := o.ListWithContext(t.Context(), metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for i, opts := range sent {
+			if opts.ShardSelector != "sel" {
+				t.Errorf("echo %v: request %d sent shard selector %q", echo, i, opts.ShardSelector)
+			}
+		}
+		// The probe (a list of one), two watches, the list.
+		if len(sent) != 4 || sent[0].Limit != 1 {
+			t.Errorf("echo %v: %d requests, the first with limit %d; want a probe of one, two watches and a list", echo, len(sent), sent[0].Limit)
+		}
+		if want := []bool{echo, echo}; !slices.Equal(told, want) {
+			t.Errorf("echo %v: told %v, want %v", echo, told, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -61,6 +62,11 @@ type Source struct {
 	starters  []func(stop <-chan struct{})
 	// owns, if set, is the part of the type this Source watches.
 	owns Owns
+	// shardSelector, if set, is sent with the list and watch of every
+	// namespace (KEP-5866), for the apiserver to leave out what owns
+	// refuses; serverFiltered records whether the last list was filtered.
+	shardSelector  string
+	serverFiltered atomic.Int32
 }
 
 // Observer is told what a Source sees. It must be safe for concurrent use
@@ -89,6 +95,21 @@ type SourceOption func(*Source) error
 func WithOwns(owns Owns) SourceOption {
 	return func(s *Source) error { s.owns = owns; return nil }
 }
+
+// WithShardSelector sends sel (an apiserver shard selector, see
+// k8s.io/apimachinery's ListOptions.ShardSelector) with the list and watch
+// of a Source WithOwns that watches every namespace, so that an apiserver
+// with the ShardedListAndWatch feature sends only what sel matches. sel
+// must match everything owns accepts: owns still decides, so an apiserver
+// that ignores it costs bytes, not correctness. ServerFiltered says which.
+func WithShardSelector(sel string) SourceOption {
+	return func(s *Source) error { s.shardSelector = sel; return nil }
+}
+
+// ServerFiltered reports whether the apiserver filtered the last list of
+// a Source WithShardSelector (it echoed the selector); false before the
+// first list, without a selector, and from an apiserver that ignores it.
+func (s *Source) ServerFiltered() bool { return s.serverFiltered.Load() == 1 }
 
 // WithClock sets the clock that stamps ObservedAt (tests pin it).
 func WithClock(now func() time.Time) SourceOption {
@@ -131,7 +152,11 @@ func NewSource(clients Clients, res *Resource, scope Scope, transform cache.Tran
 	for _, ns := range namespaces {
 		newInf := newInformer
 		if owns != nil {
-			newInf = ownedInformer(owns)
+			sel := ""
+			if ns == metav1.NamespaceAll && res.Namespaced {
+				sel = s.shardSelector
+			}
+			newInf = ownedInformer(owns, sel, s.listFiltered)
 		}
 		inf, start, typed, err := newInf(clients, res, ns, tweak, transform)
 		if err != nil {
@@ -172,6 +197,23 @@ func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.L
 		}
 	}
 	return inf, f.Start, false, nil
+}
+
+// listFiltered records whether a list sent with the shard selector was
+// filtered by the apiserver, and says so when that changes.
+func (s *Source) listFiltered(filtered bool) {
+	v := int32(2)
+	if filtered {
+		v = 1
+	}
+	if s.serverFiltered.Swap(v) == v {
+		return
+	}
+	if filtered {
+		s.logger.Info("The apiserver filters this shard's list and watch (ShardedListAndWatch)")
+	} else {
+		s.logger.Info("The apiserver ignores the shard selector (feature gate ShardedListAndWatch off): every object is received and filtered here")
+	}
 }
 
 // Run starts the informers; they stop when ctx is done.
