@@ -945,6 +945,19 @@ func TestRBAC(t *testing.T) {
 						}
 						continue
 					}
+					// A shard lists namespaces, once, for the apiserver's
+					// shard selector (the other shards' namespaces).
+					if slices.Equal(r.APIGroups, []string{""}) && slices.Equal(r.Resources, []string{"namespaces"}) {
+						switch {
+						case !cfg.Shard().Sharded():
+							t.Errorf("%s: grants namespaces, but the bridge is not sharded", where)
+						case namespace != "":
+							t.Errorf("%s: namespaces are cluster-scoped: a ClusterRole, not a Role in %s", where, namespace)
+						case len(r.ResourceNames) > 0 || !slices.Equal(r.Verbs, []string{"list"}):
+							t.Errorf("%s: namespaces: verbs %v, names %v; want exactly list", where, r.Verbs, r.ResourceNames)
+						}
+						continue
+					}
 					if len(r.NonResourceURLs) > 0 {
 						t.Errorf("%s: grants non-resource URLs %v", where, r.NonResourceURLs)
 					}

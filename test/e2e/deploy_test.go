@@ -293,6 +293,14 @@ func deployKustomization(t *testing.T, rc *rest.Config, cs kubernetes.Interface,
 	deny("no impersonation", authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "groups"})
 	deny("no impersonation", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "impersonate", Resource: "serviceaccounts", Name: "default"})
 	deny("no tokens", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "serviceaccounts", Subresource: "token", Name: bridge.Name})
+	// A shard lists namespaces (once, for its apiserver shard selector);
+	// nothing else does, and no one watches or reads one.
+	if cfg.Shard().Sharded() {
+		allow("BRIDGE_SHARDS: the other shards' namespaces", "", "list", schema.GroupResource{Resource: "namespaces"})
+	} else {
+		deny("not sharded: no namespaces", authorizationv1.ResourceAttributes{Verb: "list", Resource: "namespaces"})
+	}
+	deny("no namespaces", authorizationv1.ResourceAttributes{Verb: "watch", Resource: "namespaces"})
 	deny("no namespaces", authorizationv1.ResourceAttributes{Verb: "create", Resource: "namespaces"})
 	deny("no namespaces", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "namespaces", Name: ns})
 

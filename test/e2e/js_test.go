@@ -67,13 +67,7 @@ func TestJSConsumer(t *testing.T) {
 
 	js := jsStart(t, node, dir, typ, env.NATSURL(), h.stream)
 	synced := js.waitLine(t, "the state and the synced line", regexp.MustCompile(`^synced \d+ objects$`))
-	got := map[string]string{}
-	for _, l := range js.lines()[:synced] {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "state" {
-			ns, name, _ := strings.Cut(f[1], "/")
-			got[h.cmSubject(ns, name)] = strings.TrimPrefix(f[2], "rv=")
-		}
-	}
+	got := js.state(h, synced)
 	want := h.listConfigMaps(h.ns, metav1.ListOptions{})
 	if d := diffState(got, want); d != "" {
 		t.Fatalf("the JS consumer's state differs from the apiserver's list: %s\n%s", d, js.output())
@@ -220,6 +214,19 @@ func (h *harness) jsPublishLateIn(ns, name string, term uint64, shard string) {
 		h.t.Fatalf("publish a late message of term %d: %v", term, err)
 	}
 	h.t.Logf("late message of term %d stored at seq %d on %s", term, ack.Sequence, h.cmSubject(ns, name))
+}
+
+// state is the state the consumer printed before its line synced: subject
+// → resourceVersion.
+func (p *jsProc) state(h *harness, synced int) map[string]string {
+	got := map[string]string{}
+	for _, l := range p.lines()[:synced] {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "state" {
+			ns, name, _ := strings.Cut(f[1], "/")
+			got[h.cmSubject(ns, name)] = strings.TrimPrefix(f[2], "rv=")
+		}
+	}
+	return got
 }
 
 // jsProc is one run of the JavaScript consumer; its stdout is collected

@@ -77,13 +77,7 @@ func TestJSConsumerShards(t *testing.T) {
 
 	js := jsStart(t, node, dir, typ, env.NATSURL(), h.stream)
 	synced := js.waitLine(t, "the state and the synced line", regexp.MustCompile(`^synced \d+ objects$`))
-	got := map[string]string{}
-	for _, l := range js.lines()[:synced] {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "state" {
-			ns, name, _ := strings.Cut(f[1], "/")
-			got[h.cmSubject(ns, name)] = strings.TrimPrefix(f[2], "rv=")
-		}
-	}
+	got := js.state(h, synced)
 	if d := diffState(got, want); d != "" {
 		t.Fatalf("the JS consumer's state differs from the apiserver's list: %s\n%s", d, js.output())
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/kubebridge/kubebridge/internal/cli"
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/shard"
+	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
@@ -200,6 +201,10 @@ func TestShardsWithStandbys(t *testing.T) {
 	for _, b := range all {
 		if b != frozen && b.countLog(fencedLine) > 0 {
 			t.Errorf("%s (not the frozen leader) was fenced", b.name)
+		}
+		// The shared apiserver runs without the gate.
+		if b.countLog(serverIgnoredLine) == 0 {
+			t.Errorf("%s did not log that the apiserver ignores its shard selector", b.name)
 		}
 	}
 	t.Logf("%d messages, %d objects, %d swept in the replay", len(msgs), len(want), len(st.Swept))
@@ -390,4 +395,96 @@ func TestReshardingUnderChurn(t *testing.T) {
 	}
 	t.Logf("%d of %d namespaces moved between 2 and 3 shards; %d messages, %d objects, %d swept in the replay, %d deletes through the API",
 		moved, len(nss), len(msgs), len(want), len(st.Swept), len(deleted))
+}
+
+// serverIgnoredLine is what a shard logs when the apiserver ignored its
+// shard selector (the feature gate off).
+const serverIgnoredLine = "The apiserver ignores the shard selector"
+
+// serverFilteredLine is what a shard logs when the apiserver applied its
+// shard selector (it echoed it in the list's shardInfo).
+const serverFilteredLine = "The apiserver filters this shard's list and watch"
+
+// TestShardsWithTheGate runs TestShardsWithStandbys's shards (3 × 2, every
+// namespace, leader kills) on an apiserver of its own with the
+// ShardedListAndWatch feature gate on: each shard sends a selector leaving
+// out the other shards' namespaces, the apiserver applies it (each
+// bridge logs so), and the same checks hold, with a namespace created while
+// the shards run (not in any selector) whose objects still reach their
+// shard.
+func TestShardsWithTheGate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	testenv.Get(t) // skips without binaries; builds the bridge
+	start := time.Now()
+	env, err := testenv.Start(ctx, testenv.Options{APIServerFlags: []string{"--feature-gates=ShardedListAndWatch=true"}})
+	testenv.SkipIfNoBinaries(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			env.KeepLogs()
+			t.Logf("component logs kept in %s", env.LogDir())
+		}
+		env.Close()
+	})
+	t.Logf("own environment (ShardedListAndWatch on) up in %v", time.Since(start).Round(time.Millisecond))
+	const n = 3
+	h := newHarnessIn(t, env)
+	typ := h.cmType()
+	s := &shardSet{h: h, n: n, namespaces: []string{h.ns}, label: "kubebridge-e2e=" + h.prefix}
+	labels := map[string]string{"kubebridge-e2e": h.prefix}
+	for len(s.namespaces) < 12 {
+		s.namespaces = append(s.namespaces, h.newNamespace())
+	}
+	for _, ns := range s.namespaces {
+		h.createCM(ns, "pre", labels, map[string]string{"v": "0"})
+	}
+	leaders, standbys := make([]*bridge, n), make([]*bridge, n)
+	for i := range n {
+		leaders[i] = h.startBridge(s.vars(i))
+	}
+	for i := range n {
+		standbys[i] = s.standby(i)
+	}
+	all := append(append([]*bridge{}, leaders...), standbys...)
+	var cs churns
+	for k, ns := range s.namespaces {
+		cs = append(cs, startChurnWith(h.cs, ns, churnOptions{names: 3, pause: 250 * time.Millisecond, seed: uint64(k + 1), labels: labels}))
+	}
+	defer cs.stop()
+	if !cs.waitOps(100, time.Minute) {
+		t.Fatal("churn stalled")
+	}
+	// A namespace no selector knows: its objects reach their shard,
+	// through the apiserver's filter.
+	late := h.newNamespace()
+	s.namespaces = append(s.namespaces, late)
+	h.createCM(late, "late", labels, map[string]string{"v": "0"})
+	for i := range n {
+		leaders[i].kill()
+		standbys[i].waitLog("Start-up snapshots published", 2*readyTimeout)
+		if !cs.waitOps(50, time.Minute) {
+			t.Fatalf("churn stalled after shard %d's takeover", i)
+		}
+	}
+	if errs := cs.stop(); len(errs) > 0 {
+		t.Fatalf("churn: %d errors, first: %v", len(errs), errs[0])
+	}
+	want := s.list()
+	if _, ok := want[h.cmSubject(late, "late")]; !ok {
+		t.Fatalf("the apiserver does not list %s/late", late)
+	}
+	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, nil)
+	checkNoRegressions(t, st)
+	checkUniqueIDs(t, msgs)
+	checkShards(t, h, msgs, n)
+	h.waitLastPerSubject(typ, want)
+	for _, b := range all {
+		if b.countLog(serverFilteredLine) == 0 {
+			t.Errorf("%s did not log that the apiserver filters its watch", b.name)
+		}
+		if b.countLog(fencedLine) > 0 {
+			t.Errorf("%s was fenced", b.name)
+		}
+	}
+	t.Logf("%d messages, %d objects over %d namespaces", len(msgs), len(want), len(s.namespaces))
 }
