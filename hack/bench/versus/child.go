@@ -51,6 +51,7 @@ func child(args []string) error {
 	wait := fs.Bool("wait", false, `after the first measurement, wait for "measure N" on stdin, then for N informer events, and measure again`)
 	namespaces := fs.Int("namespaces", 1, "the objects' namespaces: with more than one, informers watch all namespaces with the benchmark's label selector")
 	shardFlag := fs.String("shard", "0/1", "the shard i/N of the typed-shard mode")
+	named := fs.Bool("named-namespaces", false, "with -namespaces N, a bridge mode names the namespaces instead of watching every one with the benchmark's label")
 	scrapeEvery := fs.Duration("scrape-interval", 15*time.Second, "how often a bridge mode's /metrics is read for its pending and buffer gauges")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -177,7 +178,10 @@ func child(args []string) error {
 			// A port of its own, so runs never collide; /metrics is sampled.
 			"BRIDGE_HTTP_ADDR": "127.0.0.1:0",
 		}
-		if *namespaces > 1 {
+		switch {
+		case *namespaces > 1 && *named:
+			env["BRIDGE_NAMESPACES"] = strings.Join(layout{namespaces: *namespaces}.all(), ",")
+		case *namespaces > 1:
 			// Every namespace, and the benchmark's objects only.
 			env["BRIDGE_RESOURCES"] = "configmaps | labels=" + benchLabel
 		}

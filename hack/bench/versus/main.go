@@ -132,6 +132,8 @@ func parent() error {
 	outageAfter := flag.Duration("outage-after", 2*time.Second, "how far into -churn the NATS outage starts")
 	maxPayload := flag.Int("nats-max-payload", 0, "NATS server max_payload in bytes; 0 keeps the server's default (1 MiB)")
 	namespaces := flag.Int("namespaces", 1, "spread the objects over this many namespaces (object i in namespace i mod N); informer modes then watch all namespaces with a label selector")
+	gate := flag.Bool("sharded-watch", false, "run the apiserver with the ShardedListAndWatch feature gate (KEP-5866): bridge shards' watches of every namespace are then filtered by the apiserver")
+	named := flag.Bool("named-namespaces", false, "with -namespaces N, bridge modes name the N namespaces (BRIDGE_NAMESPACES), each getting its own watch (a shard only its own), instead of watching every namespace with the benchmark's label")
 	flag.Parse()
 	if *objects < 1 || *size < 4 {
 		return errors.New("-objects must be >= 1 and -size >= 4")
@@ -171,6 +173,9 @@ func parent() error {
 	if *maxPayload > 0 {
 		opts.NATS = func(o *server.Options) { o.MaxPayload = int32(*maxPayload) }
 	}
+	if *gate {
+		opts.APIServerFlags = append(opts.APIServerFlags, "--feature-gates=ShardedListAndWatch=true")
+	}
 	start := time.Now()
 	env, err := testenv.Start(ctx, opts)
 	if err != nil {
@@ -192,7 +197,7 @@ func parent() error {
 	if v, err := cs.Discovery().ServerVersion(); err == nil {
 		serverVersion = v.GitVersion
 	}
-	l := layout{namespaces: *namespaces}
+	l := layout{namespaces: *namespaces, named: *named}
 	if err := createObjects(ctx, cs, l, *objects, *size, *workers); err != nil {
 		return err
 	}

@@ -20,6 +20,9 @@ import (
 // -namespaces of them, object i in namespace i mod their number.
 type layout struct {
 	namespaces int
+	// named makes bridge modes name the namespaces rather than watch
+	// every namespace with the benchmark's label.
+	named bool
 }
 
 // namespace is the namespace of object (or churn object) i.

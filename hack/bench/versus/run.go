@@ -30,6 +30,9 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 	if m.budget != "" {
 		args = append(args, "-budget", m.budget)
 	}
+	if b.layout.named {
+		args = append(args, "-named-namespaces")
+	}
 	if m.noGzip {
 		args = append(args, "-no-gzip")
 	}
