@@ -205,39 +205,10 @@ type State struct {
 	deleted  map[string]bool            // type + uid → its deleted event was applied
 }
 
-// shardTerm is the term rule's memory for one shard: every shard's bridges
-// write their own term markers.
-type shardTerm struct {
-	markers []uint64 // sequences of the term markers applied, ascending
-	highest uint64
-}
-
 // NewState returns an empty state for a cluster's subjects.
 func NewState(subjects contract.Subjects) *State {
 	return &State{Objects: map[string]Object{}, Snapshots: map[string]int{}, Changes: map[string]int{}, subjects: subjects,
 		terms: map[string]*shardTerm{}, seen: map[string]map[string]bool{}, open: map[string]string{}, lastRV: map[string]string{}, deleted: map[string]bool{}}
-}
-
-// shardOf is the message's shard: "" for the unsharded bridge.
-func shardOf(m Message) (string, error) {
-	v := m.Ext(contract.ExtShard)
-	if v == "" {
-		return "", nil
-	}
-	sh, err := contract.ParseShard(v)
-	if err != nil || !sh.Sharded() {
-		return "", err
-	}
-	return sh.String(), nil
-}
-
-func (s *State) termOf(shard string) *shardTerm {
-	t := s.terms[shard]
-	if t == nil {
-		t = &shardTerm{}
-		s.terms[shard] = t
-	}
-	return t
 }
 
 // ErrUnknownType is returned for a message whose ce-type is not kubebridge's.

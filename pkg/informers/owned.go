@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	kinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -180,4 +182,31 @@ func listWatch(clients Clients, res *Resource, ns string, tweak func(*metav1.Lis
 			return ri.Watch(ctx, opts)
 		},
 	}, &unstructured.Unstructured{}, false, nil
+}
+
+// newInformer builds res's informer in namespace ns (all when empty) from
+// client-go's informer factories: typed when the typed clients know the
+// type, else dynamic.
+func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
+	if clients.Typed != nil {
+		opts := []kinformers.SharedInformerOption{kinformers.WithNamespace(ns), kinformers.WithTweakListOptions(tweak)}
+		if transform != nil {
+			opts = append(opts, kinformers.WithTransform(transform))
+		}
+		f := kinformers.NewSharedInformerFactoryWithOptions(clients.Typed, 0, opts...)
+		if generic, err := f.ForResource(res.GVR); err == nil {
+			return generic.Informer(), f.Start, true, nil
+		}
+	}
+	if clients.Dynamic == nil {
+		return nil, nil, false, fmt.Errorf("%s: no typed informer and no dynamic client", res)
+	}
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(clients.Dynamic, 0, ns, tweak)
+	inf := f.ForResource(res.GVR).Informer()
+	if transform != nil {
+		if err := inf.SetTransform(transform); err != nil {
+			return nil, nil, false, fmt.Errorf("%s: set transform: %w", res, err)
+		}
+	}
+	return inf, f.Start, false, nil
 }

@@ -11,8 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	kinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -89,28 +87,6 @@ func WithObserver(o Observer) SourceOption {
 // SourceOption configures a Source.
 type SourceOption func(*Source) error
 
-// WithOwns makes the Source see only the objects owns accepts: the others
-// are dropped from the informers' lists and watch events before they reach
-// the cache, so a shard holds only its own part in memory.
-func WithOwns(owns Owns) SourceOption {
-	return func(s *Source) error { s.owns = owns; return nil }
-}
-
-// WithShardSelector sends sel (an apiserver shard selector, see
-// k8s.io/apimachinery's ListOptions.ShardSelector) with the list and watch
-// of a Source WithOwns that watches every namespace, so that an apiserver
-// with the ShardedListAndWatch feature sends only what sel matches. sel
-// must match everything owns accepts: owns still decides, so an apiserver
-// that ignores it costs bytes, not correctness. ServerFiltered says which.
-func WithShardSelector(sel string) SourceOption {
-	return func(s *Source) error { s.shardSelector = sel; return nil }
-}
-
-// ServerFiltered reports whether the apiserver filtered the last list of
-// a Source WithShardSelector (it echoed the selector); false before the
-// first list, without a selector, and from an apiserver that ignores it.
-func (s *Source) ServerFiltered() bool { return s.serverFiltered.Load() == 1 }
-
 // WithClock sets the clock that stamps ObservedAt (tests pin it).
 func WithClock(now func() time.Time) SourceOption {
 	return func(s *Source) error { s.now = now; return nil }
@@ -173,47 +149,6 @@ func NewSource(clients Clients, res *Resource, scope Scope, transform cache.Tran
 		s.starters = append(s.starters, start)
 	}
 	return s, nil
-}
-
-func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
-	if clients.Typed != nil {
-		opts := []kinformers.SharedInformerOption{kinformers.WithNamespace(ns), kinformers.WithTweakListOptions(tweak)}
-		if transform != nil {
-			opts = append(opts, kinformers.WithTransform(transform))
-		}
-		f := kinformers.NewSharedInformerFactoryWithOptions(clients.Typed, 0, opts...)
-		if generic, err := f.ForResource(res.GVR); err == nil {
-			return generic.Informer(), f.Start, true, nil
-		}
-	}
-	if clients.Dynamic == nil {
-		return nil, nil, false, fmt.Errorf("%s: no typed informer and no dynamic client", res)
-	}
-	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(clients.Dynamic, 0, ns, tweak)
-	inf := f.ForResource(res.GVR).Informer()
-	if transform != nil {
-		if err := inf.SetTransform(transform); err != nil {
-			return nil, nil, false, fmt.Errorf("%s: set transform: %w", res, err)
-		}
-	}
-	return inf, f.Start, false, nil
-}
-
-// listFiltered records whether a list sent with the shard selector was
-// filtered by the apiserver, and says so when that changes.
-func (s *Source) listFiltered(filtered bool) {
-	v := int32(2)
-	if filtered {
-		v = 1
-	}
-	if s.serverFiltered.Swap(v) == v {
-		return
-	}
-	if filtered {
-		s.logger.Info("The apiserver filters this shard's list and watch (ShardedListAndWatch)")
-	} else {
-		s.logger.Info("The apiserver ignores the shard selector (feature gate ShardedListAndWatch off): every object is received and filtered here")
-	}
 }
 
 // Run starts the informers; they stop when ctx is done.
