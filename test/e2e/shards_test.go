@@ -106,16 +106,25 @@ func (cs churns) stop() []error {
 // per shard, on the shard's own Lease) over 30 namespaces under churn,
 // every shard watching every namespace (with a label selector: the
 // apiserver is shared with other tests) and keeping only its own part,
-// kills each shard's leader once, and freezes one leader (SIGSTOP) until
-// its shard's standby has taken over. Then the shards' streams replay to
-// the apiserver's list, the last message per subject equals it, no event
+// on the shared apiserver, without the ShardedListAndWatch gate: see
+// shardsWithStandbys.
+func TestShardsWithStandbys(t *testing.T) {
+	shardsWithStandbys(t, newHarness(t), serverIgnoredLine)
+}
+
+// shardsWithStandbys is the scenario of TestShardsWithStandbys and
+// TestShardsWithTheGate. It kills each shard's leader once, creates a
+// namespace while the shards run (in no shard's selector), and freezes one
+// leader (SIGSTOP) until its shard's standby has taken over. Then the
+// shards' streams replay to the apiserver's list, the last message per
+// subject equals it, kubebridge verify --against-cluster agrees, no event
 // id is stored twice, every object event comes from the shard that owns
 // its namespace, every marker from its own shard's subject, nothing a
-// deposed leader wrote after its shard's next term began was stored, and
-// no bridge but the frozen one was fenced.
-func TestShardsWithStandbys(t *testing.T) {
+// deposed leader wrote after its shard's next term began was stored, no
+// bridge but the frozen one was fenced, and every bridge logged selectorLine
+// (whether the apiserver applied its shard selector).
+func shardsWithStandbys(t *testing.T, h *harness, selectorLine string) {
 	const n, namespaces = 3, 30
-	h := newHarness(t)
 	typ := h.cmType()
 	s := &shardSet{h: h, n: n, namespaces: []string{h.ns}, label: "kubebridge-e2e=" + h.prefix}
 	labels := map[string]string{"kubebridge-e2e": h.prefix}
@@ -150,6 +159,11 @@ func TestShardsWithStandbys(t *testing.T) {
 	if !cs.waitOps(200, time.Minute) {
 		t.Fatalf("churn stalled")
 	}
+	// A namespace no shard's selector knows: its objects still reach
+	// their shard.
+	late := h.newNamespace()
+	s.namespaces = append(s.namespaces, late)
+	h.createCM(late, "late", labels, map[string]string{"v": "0"})
 	var all []*bridge
 	all = append(all, leaders...)
 	all = append(all, standbys...)
@@ -192,6 +206,9 @@ func TestShardsWithStandbys(t *testing.T) {
 		t.Fatalf("churn: %d errors, first: %v", len(errs), errs[0])
 	}
 	want := s.list()
+	if _, ok := want[h.cmSubject(late, "late")]; !ok {
+		t.Fatalf("the apiserver does not list %s/late", late)
+	}
 	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, nil)
 	checkNoRegressions(t, st)
 	checkUniqueIDs(t, msgs)
@@ -202,9 +219,8 @@ func TestShardsWithStandbys(t *testing.T) {
 		if b != frozen && b.countLog(fencedLine) > 0 {
 			t.Errorf("%s (not the frozen leader) was fenced", b.name)
 		}
-		// The shared apiserver runs without the gate.
-		if b.countLog(serverIgnoredLine) == 0 {
-			t.Errorf("%s did not log that the apiserver ignores its shard selector", b.name)
+		if b.countLog(selectorLine) == 0 {
+			t.Errorf("%s did not log %q", b.name, selectorLine)
 		}
 	}
 	t.Logf("%d messages, %d objects, %d swept in the replay", len(msgs), len(want), len(st.Swept))
@@ -405,13 +421,10 @@ const serverIgnoredLine = "The apiserver ignores the shard selector"
 // shard selector (it echoed it in the list's shardInfo).
 const serverFilteredLine = "The apiserver filters this shard's list and watch"
 
-// TestShardsWithTheGate runs TestShardsWithStandbys's shards (3 × 2, every
-// namespace, leader kills) on an apiserver of its own with the
-// ShardedListAndWatch feature gate on: each shard sends a selector leaving
-// out the other shards' namespaces, the apiserver applies it (each
-// bridge logs so), and the same checks hold, with a namespace created while
-// the shards run (not in any selector) whose objects still reach their
-// shard.
+// TestShardsWithTheGate is TestShardsWithStandbys's scenario on an
+// apiserver of its own with the ShardedListAndWatch feature gate on: each
+// shard sends a selector leaving out the other shards' namespaces, and the
+// apiserver applies it (each bridge logs so).
 func TestShardsWithTheGate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -427,64 +440,5 @@ func TestShardsWithTheGate(t *testing.T) {
 		env.Close()
 	})
 	t.Logf("own environment (ShardedListAndWatch on) up in %v", time.Since(start).Round(time.Millisecond))
-	const n = 3
-	h := newHarnessIn(t, env)
-	typ := h.cmType()
-	s := &shardSet{h: h, n: n, namespaces: []string{h.ns}, label: "kubebridge-e2e=" + h.prefix}
-	labels := map[string]string{"kubebridge-e2e": h.prefix}
-	for len(s.namespaces) < 12 {
-		s.namespaces = append(s.namespaces, h.newNamespace())
-	}
-	for _, ns := range s.namespaces {
-		h.createCM(ns, "pre", labels, map[string]string{"v": "0"})
-	}
-	leaders, standbys := make([]*bridge, n), make([]*bridge, n)
-	for i := range n {
-		leaders[i] = h.startBridge(s.vars(i))
-	}
-	for i := range n {
-		standbys[i] = s.standby(i)
-	}
-	all := append(append([]*bridge{}, leaders...), standbys...)
-	var cs churns
-	for k, ns := range s.namespaces {
-		cs = append(cs, startChurnWith(h.cs, ns, churnOptions{names: 3, pause: 250 * time.Millisecond, seed: uint64(k + 1), labels: labels}))
-	}
-	defer cs.stop()
-	if !cs.waitOps(100, time.Minute) {
-		t.Fatal("churn stalled")
-	}
-	// A namespace no selector knows: its objects reach their shard,
-	// through the apiserver's filter.
-	late := h.newNamespace()
-	s.namespaces = append(s.namespaces, late)
-	h.createCM(late, "late", labels, map[string]string{"v": "0"})
-	for i := range n {
-		leaders[i].kill()
-		standbys[i].waitLog("Start-up snapshots published", 2*readyTimeout)
-		if !cs.waitOps(50, time.Minute) {
-			t.Fatalf("churn stalled after shard %d's takeover", i)
-		}
-	}
-	if errs := cs.stop(); len(errs) > 0 {
-		t.Fatalf("churn: %d errors, first: %v", len(errs), errs[0])
-	}
-	want := s.list()
-	if _, ok := want[h.cmSubject(late, "late")]; !ok {
-		t.Fatalf("the apiserver does not list %s/late", late)
-	}
-	msgs, st := h.convergeTo(typ, func() map[string]string { return want }, nil)
-	checkNoRegressions(t, st)
-	checkUniqueIDs(t, msgs)
-	checkShards(t, h, msgs, n)
-	h.waitLastPerSubject(typ, want)
-	for _, b := range all {
-		if b.countLog(serverFilteredLine) == 0 {
-			t.Errorf("%s did not log that the apiserver filters its watch", b.name)
-		}
-		if b.countLog(fencedLine) > 0 {
-			t.Errorf("%s was fenced", b.name)
-		}
-	}
-	t.Logf("%d messages, %d objects over %d namespaces", len(msgs), len(want), len(s.namespaces))
+	shardsWithStandbys(t, newHarnessIn(t, env), serverFilteredLine)
 }
