@@ -52,6 +52,23 @@ func seed(ctx context.Context, t *testing.T, cs kubernetes.Interface, prefix str
 	return names
 }
 
+// split returns the namespaces sh owns and the others; the tests need some
+// of each.
+func split(t *testing.T, sh Shard, all []string) (owned, others []string) {
+	t.Helper()
+	for _, ns := range all {
+		if Owns(sh, ns, "") {
+			owned = append(owned, ns)
+		} else {
+			others = append(others, ns)
+		}
+	}
+	if len(owned) == 0 || len(others) == 0 {
+		t.Fatalf("shard %s owns %v of %v: the test needs some of each", sh, owned, all)
+	}
+	return owned, others
+}
+
 func namespacesOf(items []corev1.ConfigMap) []string {
 	var out []string
 	for _, cm := range items {
@@ -71,18 +88,7 @@ func TestAPIServerFiltersByNamespaceSelector(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	all := seed(ctx, t, cs, "filter", 12)
-	sh := Shard{Index: 1, Count: 3}
-	var owned, others []string
-	for _, ns := range all {
-		if Owns(sh, ns, "cm") {
-			owned = append(owned, ns)
-		} else {
-			others = append(others, ns)
-		}
-	}
-	if len(owned) == 0 || len(others) == 0 {
-		t.Fatalf("shard %s owns %v of %v: the test needs some of each", sh, owned, all)
-	}
+	owned, others := split(t, Shard{Index: 1, Count: 3}, all)
 	sel := NamespaceSelector(owned)
 	list, err := cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{ShardSelector: sel})
 	if err != nil {
@@ -183,18 +189,7 @@ func TestAPIServerFiltersByExcludeSelector(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	all := seed(ctx, t, cs, "exclude", 12)
-	sh := Shard{Index: 0, Count: 3}
-	var owned, others []string
-	for _, ns := range all {
-		if Owns(sh, ns, "") {
-			owned = append(owned, ns)
-		} else {
-			others = append(others, ns)
-		}
-	}
-	if len(owned) == 0 || len(others) == 0 {
-		t.Fatalf("shard %s owns %v of %v: the test needs some of each", sh, owned, all)
-	}
+	owned, others := split(t, Shard{Index: 0, Count: 3}, all)
 	sel := ExcludeSelector(others)
 	list, err := cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{ShardSelector: sel})
 	if err != nil {

@@ -296,9 +296,16 @@ func whileAPIServerDown(ctx context.Context, t *testing.T, env *testenv.Env, cha
 // from a compacted resourceVersion fails with 410 and the informer relists.
 func envWithoutWatchCache(ctx context.Context, t *testing.T) *testenv.Env {
 	t.Helper()
+	return ownEnv(ctx, t, "--watch-cache=false")
+}
+
+// ownEnv starts an environment of the test's own, its apiserver run with
+// flags, closed when the test ends (its logs kept if it failed).
+func ownEnv(ctx context.Context, t *testing.T, flags ...string) *testenv.Env {
+	t.Helper()
 	testenv.Get(t) // skips without binaries; builds the bridge
 	start := time.Now()
-	env, err := testenv.Start(ctx, testenv.Options{APIServerFlags: []string{"--watch-cache=false"}})
+	env, err := testenv.Start(ctx, testenv.Options{APIServerFlags: flags})
 	testenv.SkipIfNoBinaries(t, err)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -307,7 +314,7 @@ func envWithoutWatchCache(ctx context.Context, t *testing.T) *testenv.Env {
 		}
 		env.Close()
 	})
-	t.Logf("own environment (--watch-cache=false) up in %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("own environment (%s) up in %v", strings.Join(flags, " "), time.Since(start).Round(time.Millisecond))
 	return env
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/kubebridge/kubebridge/internal/cli"
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/shard"
-	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
@@ -428,17 +427,6 @@ const serverFilteredLine = "The apiserver filters this shard's list and watch"
 func TestShardsWithTheGate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	testenv.Get(t) // skips without binaries; builds the bridge
-	start := time.Now()
-	env, err := testenv.Start(ctx, testenv.Options{APIServerFlags: []string{"--feature-gates=ShardedListAndWatch=true"}})
-	testenv.SkipIfNoBinaries(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			env.KeepLogs()
-			t.Logf("component logs kept in %s", env.LogDir())
-		}
-		env.Close()
-	})
-	t.Logf("own environment (ShardedListAndWatch on) up in %v", time.Since(start).Round(time.Millisecond))
+	env := ownEnv(ctx, t, "--feature-gates=ShardedListAndWatch=true")
 	shardsWithStandbys(t, newHarnessIn(t, env), serverFilteredLine)
 }
