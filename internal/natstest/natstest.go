@@ -1,13 +1,14 @@
 package natstest
 
 import (
-	"net"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kubebridge/kubebridge/internal/freeport"
 )
 
 // Server starts a nats-server with opts on the local port opts name (a
@@ -67,14 +68,14 @@ func JetStreamOf(t testing.TB, nc *nats.Conn) jetstream.JetStream {
 	return js
 }
 
-// FreePort is a local port nothing listens on right now, for a server
-// that must come back on the same port after a restart.
+// FreePort is a local port nothing listens on right now, below the
+// kernel's ephemeral range, for a server that must come back on the same
+// port after a restart.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Pick(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }

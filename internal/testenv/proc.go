@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kubebridge/kubebridge/internal/freeport"
 )
 
 // process is one run of a child binary. Its stdout and stderr are appended
@@ -114,26 +116,10 @@ func tail(path string, n int) string {
 	return "    " + string(bytes.Join(lines, []byte("\n    ")))
 }
 
-// freePorts returns n distinct free ports. All listeners are held open
-// until the end so that the same port is not handed out twice.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
+// freePorts returns n distinct ports nothing listens on, below the
+// kernel's ephemeral range: a killed child started again binds its old
+// ports, which an outgoing connection could otherwise have taken.
+func freePorts(n int) ([]int, error) { return freeport.Pick(n) }
 
 func hostPort(port int) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
