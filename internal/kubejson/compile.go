@@ -5,18 +5,31 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"math"
 	"reflect"
-	"strconv"
+	"unsafe"
 )
 
-// encodeFunc appends v, a value of the type it was compiled for, to s.buf.
-type encodeFunc func(s *state, v reflect.Value) error
+// encodeFunc appends the value at p, of the type it was compiled for, to
+// s.buf. p points into memory encoding/json would see as addressable (the
+// object behind a pointer, a slice's element, a copy made addressable on
+// purpose), so a method on the pointer applies where encoding/json would
+// use it. Reading through p instead of a reflect.Value spares the checks
+// reflect makes on every field and element.
+type encodeFunc func(s *state, p unsafe.Pointer) error
 
 // typeEncoder holds a type's compiled encodeFunc. It is a pointer so that
 // a recursive type can refer to its own encoder while it is compiled.
 type typeEncoder struct {
 	encode encodeFunc
+	// pointee, set for pointer types written as what they point to,
+	// writes a value of the type given the pointer itself rather than
+	// its address: a pointer held in an interface, or handed to Append,
+	// is written without a copy.
+	pointee func(s *state, q unsafe.Pointer) error
+	// unaddressable records needsUnaddressable for the type: a value of
+	// it that encoding/json sees as unaddressable (a map value, an
+	// interface's content) is handed to encoding/json as it is.
+	unaddressable bool
 }
 
 var (
@@ -56,50 +69,50 @@ func (c *compiler) compile(t reflect.Type) *typeEncoder {
 	if e, ok := c.w.encoders.Load(t); ok {
 		return e.(*typeEncoder)
 	}
-	e := &typeEncoder{}
+	e := &typeEncoder{unaddressable: needsUnaddressable(t, map[reflect.Type]bool{})}
 	c.done[t] = e
-	e.encode = c.build(t)
+	e.encode, e.pointee = c.build(t)
 	return e
 }
 
 // build chooses how values of t are written, following encoding/json's
 // newTypeEncoder: a type's own MarshalJSON or MarshalText comes before its
 // kind.
-func (c *compiler) build(t reflect.Type) encodeFunc {
-	if f := kubernetesEncoder(t); f != nil {
-		return f
+func (c *compiler) build(t reflect.Type) (encodeFunc, func(*state, unsafe.Pointer) error) {
+	if f, pointee := kubernetesEncoder(t); f != nil {
+		return f, pointee
 	}
 	if hasOwnEncoding(t) || t == numberType {
-		return encodeWithEncodingJSON
+		return withEncodingJSON(t), nil
 	}
 	switch t.Kind() {
 	case reflect.Bool:
-		return encodeBool
+		return encodeBool, nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return encodeInt
+		return intEncoder(t.Size()), nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return encodeUint
+		return uintEncoder(t.Size()), nil
 	case reflect.Float32:
-		return encodeFloat32
+		return encodeFloat32, nil
 	case reflect.Float64:
-		return encodeFloat64
+		return encodeFloat64, nil
 	case reflect.String:
-		return encodeString
+		return encodeString, nil
 	case reflect.Interface:
-		return encodeInterface
+		return interfaceEncoder(t), nil
 	case reflect.Pointer:
 		return c.pointerEncoder(t)
 	case reflect.Slice:
-		return c.sliceEncoder(t)
+		return c.sliceEncoder(t), nil
 	case reflect.Array:
-		return c.arrayEncoder(t)
+		return c.arrayEncoder(t), nil
 	case reflect.Map:
-		return c.mapEncoder(t)
+		return c.mapEncoder(t), nil
 	case reflect.Struct:
-		return c.structEncoder(t)
+		return c.structEncoder(t), nil
 	}
 	// Channels, functions, complex numbers: encoding/json's error.
-	return encodeWithEncodingJSON
+	return withEncodingJSON(t), nil
 }
 
 // hasOwnEncoding reports whether encoding/json writes t through a
@@ -119,116 +132,103 @@ func marshalsByPointer(t reflect.Type) bool {
 	return t.Kind() != reflect.Pointer && !marshals(t) && marshals(reflect.PointerTo(t))
 }
 
-func encodeWithEncodingJSON(s *state, v reflect.Value) error { return s.withEncodingJSON(v) }
-
-func encodeBool(s *state, v reflect.Value) error {
-	s.buf = strconv.AppendBool(s.buf, v.Bool())
-	return nil
+// withEncodingJSON hands the (addressable) value of type t at p to
+// encoding/json.
+func withEncodingJSON(t reflect.Type) encodeFunc {
+	return func(s *state, p unsafe.Pointer) error { return s.withEncodingJSON(reflect.NewAt(t, p).Elem()) }
 }
 
-func encodeInt(s *state, v reflect.Value) error {
-	s.buf = strconv.AppendInt(s.buf, v.Int(), 10)
-	return nil
-}
-
-func encodeUint(s *state, v reflect.Value) error {
-	s.buf = strconv.AppendUint(s.buf, v.Uint(), 10)
-	return nil
-}
-
-func encodeFloat32(s *state, v reflect.Value) error { return s.appendFloat(v.Float(), 32) }
-func encodeFloat64(s *state, v reflect.Value) error { return s.appendFloat(v.Float(), 64) }
-
-// appendFloat writes f as encoding/json does: the shortest representation
-// that reads back as the same value, in exponent form only below 1e-6 or
-// from 1e21, with a one-digit negative exponent written without its zero.
-func (s *state) appendFloat(f float64, bits int) error {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return errUnsupportedFloat
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 {
-		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
-			format = 'e'
-		}
-	}
-	b := strconv.AppendFloat(s.buf, f, format, -1, bits)
-	if format == 'e' {
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	s.buf = b
-	return nil
-}
-
-func encodeString(s *state, v reflect.Value) error {
-	s.buf = appendString(s.buf, v.String(), false)
-	return nil
-}
-
-func encodeInterface(s *state, v reflect.Value) error {
-	if ok, err := s.open(v.IsNil()); !ok {
-		return err
-	}
-	defer s.leave()
-	elem := v.Elem()
-	return s.w.encoderFor(elem.Type()).encode(s, elem)
-}
-
-func (c *compiler) pointerEncoder(t reflect.Type) encodeFunc {
-	elem := c.compile(t.Elem())
-	return func(s *state, v reflect.Value) error {
+// interfaceEncoder writes an interface's content, which encoding/json
+// sees as unaddressable.
+func interfaceEncoder(t reflect.Type) encodeFunc {
+	return func(s *state, p unsafe.Pointer) error {
+		v := reflect.NewAt(t, p).Elem()
 		if ok, err := s.open(v.IsNil()); !ok {
 			return err
 		}
 		defer s.leave()
-		return elem.encode(s, v.Elem())
+		return s.appendValue(v.Elem())
 	}
+}
+
+// appendValue writes v, a value encoding/json sees as unaddressable: a
+// pointer as what it points to, a type whose encoding could depend on
+// addressability through encoding/json, anything else from a copy.
+func (s *state) appendValue(v reflect.Value) error {
+	e := s.w.encoderFor(v.Type())
+	switch {
+	case e.pointee != nil:
+		return e.pointee(s, v.UnsafePointer())
+	case e.unaddressable:
+		return s.withEncodingJSON(v)
+	}
+	box := reflect.New(v.Type())
+	box.Elem().Set(v)
+	return e.encode(s, box.UnsafePointer())
+}
+
+func (c *compiler) pointerEncoder(t reflect.Type) (encodeFunc, func(*state, unsafe.Pointer) error) {
+	elem := c.compile(t.Elem())
+	pointee := func(s *state, q unsafe.Pointer) error {
+		if ok, err := s.open(q == nil); !ok {
+			return err
+		}
+		defer s.leave()
+		return elem.encode(s, q)
+	}
+	return func(s *state, p unsafe.Pointer) error { return pointee(s, *(*unsafe.Pointer)(p)) }, pointee
+}
+
+// sliceHeader is the layout of every slice.
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
 }
 
 func (c *compiler) sliceEncoder(t reflect.Type) encodeFunc {
-	if t.Elem().Kind() == reflect.Uint8 {
-		if !marshals(reflect.PointerTo(t.Elem())) {
-			return encodeBytes
-		}
+	if t.Elem().Kind() == reflect.Uint8 && !marshals(reflect.PointerTo(t.Elem())) {
+		return encodeBytes
 	}
-	array := c.arrayEncoder(t)
-	return func(s *state, v reflect.Value) error {
-		if ok, err := s.open(v.IsNil()); !ok {
+	elem, size := c.compile(t.Elem()), t.Elem().Size()
+	return func(s *state, p unsafe.Pointer) error {
+		h := (*sliceHeader)(p)
+		if ok, err := s.open(h.data == nil); !ok {
 			return err
 		}
 		defer s.leave()
-		return array(s, v)
+		return s.appendArray(h.data, h.len, size, elem)
 	}
 }
 
 // encodeBytes writes a byte slice as a base64 string, as encoding/json does.
-func encodeBytes(s *state, v reflect.Value) error {
-	if v.IsNil() {
+func encodeBytes(s *state, p unsafe.Pointer) error {
+	h := (*sliceHeader)(p)
+	if h.data == nil {
 		s.buf = append(s.buf, "null"...)
 		return nil
 	}
 	s.buf = append(s.buf, '"')
-	s.buf = base64.StdEncoding.AppendEncode(s.buf, v.Bytes())
+	s.buf = base64.StdEncoding.AppendEncode(s.buf, unsafe.Slice((*byte)(h.data), h.len))
 	s.buf = append(s.buf, '"')
 	return nil
 }
 
 func (c *compiler) arrayEncoder(t reflect.Type) encodeFunc {
-	elem := c.compile(t.Elem())
-	return func(s *state, v reflect.Value) error {
-		s.buf = append(s.buf, '[')
-		for i := range v.Len() {
-			if i > 0 {
-				s.buf = append(s.buf, ',')
-			}
-			if err := elem.encode(s, v.Index(i)); err != nil {
-				return err
-			}
+	elem, n, size := c.compile(t.Elem()), t.Len(), t.Elem().Size()
+	return func(s *state, p unsafe.Pointer) error { return s.appendArray(p, n, size, elem) }
+}
+
+// appendArray writes the n elements of size bytes each from p on.
+func (s *state) appendArray(p unsafe.Pointer, n int, size uintptr, elem *typeEncoder) error {
+	s.buf = append(s.buf, '[')
+	for i := range n {
+		if i > 0 {
+			s.buf = append(s.buf, ',')
 		}
-		s.buf = append(s.buf, ']')
-		return nil
+		if err := elem.encode(s, unsafe.Add(p, uintptr(i)*size)); err != nil {
+			return err
+		}
 	}
+	s.buf = append(s.buf, ']')
+	return nil
 }

@@ -4,39 +4,38 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unsafe"
 )
-
-var stringMapType = reflect.TypeFor[map[string]string]()
 
 // mapEncoder writes a map as encoding/json does: null when nil, else an
 // object with its keys sorted. Only string keys are written here; a map
 // keyed otherwise goes to encoding/json.
 func (c *compiler) mapEncoder(t reflect.Type) encodeFunc {
 	if t.Key().Kind() != reflect.String {
-		return encodeWithEncodingJSON
+		return withEncodingJSON(t)
 	}
-	if t == stringMapType {
+	if t.Elem().Kind() == reflect.String && !hasOwnEncoding(t.Elem()) {
 		return encodeStringMap
 	}
 	elem := c.compile(t.Elem())
-	addressed := !needsUnaddressable(t.Elem(), map[reflect.Type]bool{})
-	return func(s *state, v reflect.Value) error {
-		if ok, err := s.open(v.IsNil()); !ok {
+	return func(s *state, p unsafe.Pointer) error {
+		if ok, err := s.open(*(*unsafe.Pointer)(p) == nil); !ok {
 			return err
 		}
 		defer s.leave()
-		return s.appendMap(v, elem, addressed)
+		return s.appendMap(reflect.NewAt(t, p).Elem(), elem)
 	}
 }
 
-// encodeStringMap writes map[string]string, the type of labels,
-// annotations and ConfigMap data, without reflection on its entries.
-func encodeStringMap(s *state, v reflect.Value) error {
-	if v.IsNil() {
+// encodeStringMap writes a map of strings to strings (labels, annotations
+// and ConfigMap data; its key and value types may be named) without
+// reflection on its entries.
+func encodeStringMap(s *state, p unsafe.Pointer) error {
+	m := *(*map[string]string)(p)
+	if m == nil {
 		s.buf = append(s.buf, "null"...)
 		return nil
 	}
-	m := v.Interface().(map[string]string)
 	keys := sortedKeys(s, m)
 	defer s.giveKeys(keys)
 	s.buf = append(s.buf, '{')
@@ -53,9 +52,10 @@ func encodeStringMap(s *state, v reflect.Value) error {
 }
 
 // appendMap writes a map with string keys of any type. Its entries are
-// copied into slices kept per map type (see mapScratch), unless the
-// values must stay unaddressable, which costs a copy of each value.
-func (s *state) appendMap(v reflect.Value, elem *typeEncoder, addressed bool) error {
+// copied into slices kept per map type (see mapScratch) and written from
+// there; a value whose encoding could depend on addressability goes to
+// encoding/json as the unaddressable map value it is.
+func (s *state) appendMap(v reflect.Value, elem *typeEncoder) error {
 	n := v.Len()
 	if n == 0 {
 		s.buf = append(s.buf, "{}"...)
@@ -63,39 +63,33 @@ func (s *state) appendMap(v reflect.Value, elem *typeEncoder, addressed bool) er
 	}
 	sc := s.mapScratch(v.Type(), n)
 	defer sc.release(n)
-	var unaddressed []reflect.Value
-	if !addressed {
-		unaddressed = make([]reflect.Value, n)
-	}
 	var iter reflect.MapIter
 	iter.Reset(v)
 	for i := 0; iter.Next(); i++ {
 		sc.keys.Index(i).SetIterKey(&iter)
-		if addressed {
-			sc.values.Index(i).SetIterValue(&iter)
-		} else {
-			unaddressed[i] = iter.Value()
-		}
+		sc.values.Index(i).SetIterValue(&iter)
 	}
+	keys := unsafe.Slice((*string)(sc.keys.UnsafePointer()), n)
+	values, size := sc.values.UnsafePointer(), v.Type().Elem().Size()
 	order := sc.order[:n]
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(sc.keys.Index(a).String(), sc.keys.Index(b).String()) })
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
 	s.buf = append(s.buf, '{')
 	for j, i := range order {
 		if j > 0 {
 			s.buf = append(s.buf, ',')
 		}
-		s.buf = appendString(s.buf, sc.keys.Index(i).String(), false)
+		s.buf = appendString(s.buf, keys[i], false)
 		s.buf = append(s.buf, ':')
-		var value reflect.Value
-		if addressed {
-			value = sc.values.Index(i)
+		var err error
+		if elem.unaddressable {
+			err = s.marshalJSON(sc.values.Index(i).Interface()) // a copy
 		} else {
-			value = unaddressed[i]
+			err = elem.encode(s, unsafe.Add(values, uintptr(i)*size))
 		}
-		if err := elem.encode(s, value); err != nil {
+		if err != nil {
 			return err
 		}
 	}

@@ -2,15 +2,17 @@ package kubejson
 
 import (
 	"reflect"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// quantityFields leads to resource.Quantity's unexported fields, which
-// reflection may read: the canonical form it cached (s), and its value as
-// an int64 amount (i.value, i.scale) or, when d.Dec is set, an inf.Dec.
+// quantityFields are the offsets of resource.Quantity's unexported
+// fields, found by reflection: the canonical form it cached (s), and its
+// value as an int64 amount (i.value, i.scale) or, when d.Dec is set, an
+// inf.Dec.
 type quantityFields struct {
-	cached, value, scale, dec []int
+	cached, value, scale, dec uintptr
 }
 
 // findQuantityFields reports false if Quantity no longer has the fields
@@ -20,7 +22,7 @@ func findQuantityFields() (quantityFields, bool) {
 	for _, field := range []struct {
 		path []string
 		kind reflect.Kind
-		to   *[]int
+		to   *uintptr
 	}{
 		{[]string{"s"}, reflect.String, &f.cached},
 		{[]string{"i", "value"}, reflect.Int64, &f.value},
@@ -28,19 +30,19 @@ func findQuantityFields() (quantityFields, bool) {
 		{[]string{"d", "Dec"}, reflect.Pointer, &f.dec},
 	} {
 		t := quantityType
-		var index []int
+		var offset uintptr
 		for _, name := range field.path {
 			sf, ok := t.FieldByName(name)
-			if !ok {
+			if !ok || len(sf.Index) != 1 {
 				return quantityFields{}, false
 			}
-			index = append(index, sf.Index...)
+			offset += sf.Offset
 			t = sf.Type
 		}
 		if t.Kind() != field.kind {
 			return quantityFields{}, false
 		}
-		*field.to = index
+		*field.to = offset
 	}
 	return f, true
 }
@@ -63,19 +65,16 @@ const maxRememberedQuantities = 512
 // by CanonicalizeBytes, which only reads the quantity (so calling it on
 // an object in an informer's cache is safe). For BinarySI quantities that
 // allocates, so the forms computed from int64 amounts are remembered.
-func (s *state) appendQuantity(v reflect.Value, f quantityFields) error {
-	if c := v.FieldByIndex(f.cached).String(); c != "" {
+func (s *state) appendQuantity(p unsafe.Pointer, f quantityFields) error {
+	if c := *(*string)(unsafe.Add(p, f.cached)); c != "" {
 		s.appendQuoted(c)
 		return nil
 	}
-	if !v.CanAddr() {
-		return s.withEncodingJSON(v)
-	}
-	q := v.Addr().Interface().(*resource.Quantity)
+	q := (*resource.Quantity)(p)
 	var key quantityKey
-	memo := v.FieldByIndex(f.dec).IsNil()
+	memo := *(*unsafe.Pointer)(unsafe.Add(p, f.dec)) == nil
 	if memo {
-		key = quantityKey{value: v.FieldByIndex(f.value).Int(), scale: v.FieldByIndex(f.scale).Int(), format: string(q.Format)}
+		key = quantityKey{value: *(*int64)(unsafe.Add(p, f.value)), scale: int64(*(*int32)(unsafe.Add(p, f.scale))), format: string(q.Format)}
 		if c, ok := s.quantities[key]; ok {
 			s.appendQuoted(c)
 			return nil

@@ -38,8 +38,7 @@ func (w *Writer) Append(dst []byte, v any) ([]byte, error) {
 	s := w.state()
 	defer w.scratch.Put(s)
 	s.buf, s.depth = dst, 0
-	rv := reflect.ValueOf(v)
-	err := w.encoderFor(rv.Type()).encode(s, rv)
+	err := s.appendValue(reflect.ValueOf(v))
 	dst = s.buf
 	s.buf = nil
 	return dst, err
@@ -112,12 +111,14 @@ func (s *state) giveKeys(keys []string) {
 // value through its address, so that methods with pointer receivers are
 // used exactly when encoding/json uses them.
 func (s *state) withEncodingJSON(v reflect.Value) error {
-	var x any
 	if v.CanAddr() {
-		x = v.Addr().Interface()
-	} else {
-		x = v.Interface()
+		return s.marshalJSON(v.Addr().Interface())
 	}
+	return s.marshalJSON(v.Interface())
+}
+
+// marshalJSON appends x as encoding/json writes it.
+func (s *state) marshalJSON(x any) error {
 	s.fallback.Reset()
 	enc := json.NewEncoder(&s.fallback)
 	enc.SetEscapeHTML(false)
