@@ -29,6 +29,11 @@ func appendString(dst []byte, s string, escapeHTML bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while none of them needs a look.
+		if i+8 <= len(s) && !special(load8(s, i)) && (!escapeHTML || !specialInHTML(load8(s, i))) {
+			i += 8
+			continue
+		}
 		if b := s[i]; b < utf8.RuneSelf {
 			if safe[b] {
 				i++
@@ -77,3 +82,36 @@ func appendString(dst []byte, s string, escapeHTML bool) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+const (
+	ones = 0x0101010101010101 // 0x01 in every byte
+	high = 0x8080808080808080 // the top bit of every byte
+)
+
+// load8 reads s[i:i+8] as one little-endian word (the compiler makes the
+// eight loads one).
+func load8(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
+// special reports whether any of the eight bytes of w is a control
+// character, a quote or backslash, or not ASCII: a byte appendString does
+// more than copy.
+func special(w uint64) bool {
+	return (w|below(w, 0x20)|zeroByte(w^(ones*'"'))|zeroByte(w^(ones*'\\')))&high != 0
+}
+
+// specialInHTML reports whether any of the eight bytes of w is <, > or &,
+// which appendString escapes as well when asked to.
+func specialInHTML(w uint64) bool {
+	return (zeroByte(w^(ones*'<'))|zeroByte(w^(ones*'>'))|zeroByte(w^(ones*'&')))&high != 0
+}
+
+// zeroByte has a byte's top bit set if w has a zero byte (exact as to
+// whether there is one, which is all mayEscape asks).
+func zeroByte(w uint64) uint64 { return (w - ones) &^ w }
+
+// below has a byte's top bit set if w has a byte under n (n <= 0x80).
+func below(w uint64, n uint64) uint64 { return (w - ones*n) &^ w }
