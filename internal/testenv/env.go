@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -145,7 +144,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := writeServiceAccountKeys(e.saKeyFile, e.saPubFile); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
@@ -154,17 +153,20 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	e.natsOpts = &server.Options{
 		ServerName: natsServerName,
 		Host:       "127.0.0.1",
-		Port:       server.RANDOM_PORT,
-		JetStream:  true,
-		StoreDir:   e.natsStore,
-		NoSigs:     true,
-		LogFile:    filepath.Join(e.logDir, "nats.log"),
-		Logtime:    true,
+		// A port of freePorts', not one the kernel picks: a test that
+		// stops NATS starts it again on the same port.
+		Port:      ports[3],
+		JetStream: true,
+		StoreDir:  e.natsStore,
+		NoSigs:    true,
+		LogFile:   filepath.Join(e.logDir, "nats.log"),
+		Logtime:   true,
 	}
 	if opts.NATS != nil {
 		opts.NATS(e.natsOpts)
 	}
-	if err := e.StartNATS(); err != nil {
+	startNATS := func(context.Context) error { return e.StartNATS() }
+	if err := startOnFreePorts(ctx, startNATS, e.repickNATSPort); err != nil {
 		return nil, err
 	}
 	if err := startOnFreePorts(ctx, e.StartEtcd, e.repickEtcdPorts); err != nil {
@@ -463,82 +465,6 @@ func (e *Env) RestartEtcd(ctx context.Context) error {
 }
 
 // ---- NATS ----
-
-// NATSURL is nats://127.0.0.1:<port>. It stays the same across restarts.
-func (e *Env) NATSURL() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return fmt.Sprintf("nats://%s", hostPort(e.natsOpts.Port))
-}
-
-// NATSServer returns the running in-process server, or nil if stopped.
-func (e *Env) NATSServer() *server.Server {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.nats
-}
-
-// StartNATS starts the in-process NATS server on the same port and
-// JetStream store dir as before, so clients reconnect and persisted
-// streams survive. mods, if any, change the server options for this and
-// all later starts (e.g. func(o *server.Options) { o.MaxPayload = 1024 }).
-// It fails if NATS is already running.
-func (e *Env) StartNATS(mods ...func(*server.Options)) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := e.checkOpen(); err != nil {
-		return err
-	}
-	if e.nats != nil {
-		return errors.New("testenv: NATS is already running")
-	}
-	for _, mod := range mods {
-		mod(e.natsOpts)
-	}
-	// NewServer fills in defaults on the Options it is given; keep the
-	// template pristine.
-	s, err := server.NewServer(e.natsOpts.Clone())
-	if err != nil {
-		return fmt.Errorf("testenv: nats: %w", err)
-	}
-	s.ConfigureLogger()
-	s.Start()
-	if !s.ReadyForConnections(natsReadyTimeout) {
-		s.Shutdown()
-		s.WaitForShutdown()
-		return fmt.Errorf("testenv: nats not ready after %v; log %s:\n%s",
-			natsReadyTimeout, e.natsOpts.LogFile, tail(e.natsOpts.LogFile, 30))
-	}
-	if e.natsOpts.Port <= 0 {
-		// Pin the randomly chosen port for restarts.
-		e.natsOpts.Port = s.Addr().(*net.TCPAddr).Port
-	}
-	e.nats = s
-	return nil
-}
-
-// StopNATS shuts the NATS server down and waits for it to finish, which
-// disconnects all clients. It is a no-op if NATS is not running.
-func (e *Env) StopNATS() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.stopNATSLocked()
-}
-
-// RestartNATS is StopNATS followed by StartNATS(mods...).
-func (e *Env) RestartNATS(mods ...func(*server.Options)) error {
-	e.StopNATS()
-	return e.StartNATS(mods...)
-}
-
-func (e *Env) stopNATSLocked() {
-	if e.nats == nil {
-		return
-	}
-	e.nats.Shutdown()
-	e.nats.WaitForShutdown()
-	e.nats = nil
-}
 
 // ---- helpers ----
 

@@ -46,6 +46,7 @@ func startNATSServers(t *testing.T, sts *appsv1.StatefulSet, opts []*server.Opti
 		clusterPorts[i] = natstest.FreePort(t)
 	}
 	var servers []*server.Server
+	var logs []*natstest.ServerLog
 	for i, o := range opts {
 		o.Host, o.Port = "127.0.0.1", natstest.FreePort(t)
 		o.HTTPHost, o.HTTPPort = "127.0.0.1", natstest.FreePort(t)
@@ -70,18 +71,18 @@ func startNATSServers(t *testing.T, sts *appsv1.StatefulSet, opts []*server.Opti
 			t.Fatalf("nats-server %d stores JetStream in %s, on no volume of the StatefulSet", i, o.StoreDir)
 		}
 		o.NoSigs = true
-		o.LogFile = filepath.Join(t.TempDir(), fmt.Sprintf("%s-%d.log", sts.Name, i))
 		s, err := server.NewServer(o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.ConfigureLogger()
+		log := natstest.LogToFile(s, filepath.Join(t.TempDir(), fmt.Sprintf("%s-%d.log", sts.Name, i)))
+		logs = append(logs, log)
 		s.Start()
 		t.Cleanup(func() {
 			s.Shutdown()
 			s.WaitForShutdown()
 			if t.Failed() {
-				t.Logf("==== %s-%d log, last lines:\n%s", sts.Name, i, lastLines(o.LogFile, 30))
+				t.Logf("==== %s-%d log, last lines:\n%s", sts.Name, i, lastLines(log.Path, 30))
 			}
 		})
 		servers = append(servers, s)
@@ -89,6 +90,9 @@ func startNATSServers(t *testing.T, sts *appsv1.StatefulSet, opts []*server.Opti
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		var notReady []string
 		for i, s := range servers {
+			if err := logs[i].Fatal(); err != nil {
+				t.Fatalf("%s-%d: %v", sts.Name, i, err)
+			}
 			if st := s.Healthz(nil); st.Status != "ok" {
 				notReady = append(notReady, fmt.Sprintf("%s-%d: %s %s", sts.Name, i, st.Status, st.Error))
 			}
