@@ -136,7 +136,7 @@ func TestEtcdRestartAndCompact(t *testing.T) {
 
 	// kube-apiserver reconnects on its own; the first writes may fail.
 	var cm *corev1.ConfigMap
-	retry(t, ctx, "create configmap after etcd restart", 100*time.Millisecond, func() (err error) {
+	retry(t, ctx, "create configmap after etcd restart", 100*time.Millisecond, func(ctx context.Context) (err error) {
 		cm, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "cm"},
 			Data:       map[string]string{"v": "1"},
@@ -215,7 +215,7 @@ func TestNATSRestart(t *testing.T) {
 
 	// The client reconnects by itself and the stream's data survived.
 	var msg *jetstream.RawStreamMsg
-	retry(t, ctx, "get message after NATS restart", 50*time.Millisecond, func() (err error) {
+	retry(t, ctx, "get message after NATS restart", 50*time.Millisecond, func(ctx context.Context) (err error) {
 		msg, err = stream.GetMsg(ctx, ack.Sequence)
 		return err
 	})
@@ -272,10 +272,15 @@ func TestStartError(t *testing.T) {
 
 // retry calls f every pause until it succeeds, and fails the test with
 // what and f's last error once ctx ends first.
-func retry(t *testing.T, ctx context.Context, what string, pause time.Duration, f func() error) {
+func retry(t *testing.T, ctx context.Context, what string, pause time.Duration, f func(context.Context) error) {
 	t.Helper()
 	for {
-		err := f()
+		// Each attempt on a deadline of its own: a request sent while
+		// the connection went down gets no reply, and waiting for one
+		// until ctx ends would leave no time for the next attempt.
+		attempt, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := f(attempt)
+		cancel()
 		if err == nil {
 			return
 		}
@@ -285,3 +290,6 @@ func retry(t *testing.T, ctx context.Context, what string, pause time.Duration, 
 		time.Sleep(pause)
 	}
 }
+
+// attemptTimeout bounds one attempt of retry.
+const attemptTimeout = 5 * time.Second
