@@ -20,6 +20,8 @@ type verifyReport struct {
 		Items     int    `json:"snapshotItems"`
 		Snapshots int    `json:"snapshots"`
 		Objects   int    `json:"objects"`
+		Swept     int    `json:"swept"`
+		Fenced    int    `json:"fenced"`
 	} `json:"types"`
 	Findings []struct {
 		Kind   string `json:"kind"`
