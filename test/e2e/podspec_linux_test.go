@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -54,14 +53,13 @@ type probe struct {
 	*corev1.Probe
 }
 
-// pod returns the spec of one replica of d, named name with a pod IP of
-// its own, and the container's probes. The test fails on anything in the template
+// pod returns the spec of one pod of the template tmpl in namespace ns,
+// named name with a pod IP of its own, and the container's probes. The test fails on anything in the template
 // this kubelet does not know, so the rehearsal cannot silently run a
 // different pod than the manifest describes.
-func (k *kubelet) pod(d *appsv1.Deployment, name string) (podSpec, []probe) {
+func (k *kubelet) pod(ns string, tmpl *corev1.PodSpec, name string) (podSpec, []probe) {
 	t := k.t
 	t.Helper()
-	tmpl := d.Spec.Template.Spec
 	if len(tmpl.Containers) != 1 || len(tmpl.InitContainers) > 0 {
 		t.Fatalf("the template has %d containers and %d init containers; the rehearsal runs one container", len(tmpl.Containers), len(tmpl.InitContainers))
 	}
@@ -110,8 +108,8 @@ func (k *kubelet) pod(d *appsv1.Deployment, name string) (podSpec, []probe) {
 	} else if len(c.Command) == 0 {
 		spec.entrypoint = append(spec.entrypoint, k.cfg.Config.Cmd...)
 	}
-	spec.env = k.env(d, c, name, ip)
-	spec.mounts = k.mounts(d, c, dir, name)
+	spec.env = k.env(ns, tmpl, c, name, ip)
+	spec.mounts = k.mounts(ns, tmpl, c, dir, name)
 	hosts := filepath.Join(dir, "hosts")
 	if err := os.WriteFile(hosts, []byte(fmt.Sprintf("127.0.0.1\tlocalhost\n%s\t%s\n%s", ip, name, k.hosts)), 0o644); err != nil {
 		t.Fatal(err)
@@ -145,10 +143,9 @@ func (k *kubelet) imageUser() (int64, int64) {
 
 // env is the container's environment: the image's, envFrom, env, then what
 // the kubelet adds (the kubernetes Service's variables, HOSTNAME).
-func (k *kubelet) env(d *appsv1.Deployment, c corev1.Container, name, ip string) []string {
+func (k *kubelet) env(ns string, tmpl *corev1.PodSpec, c corev1.Container, name, ip string) []string {
 	t := k.t
 	t.Helper()
-	ns := d.Namespace
 	env := map[string]string{}
 	for _, kv := range k.cfg.Config.Env {
 		key, v, _ := strings.Cut(kv, "=")
@@ -180,7 +177,7 @@ func (k *kubelet) env(d *appsv1.Deployment, c corev1.Container, name, ip string)
 		if src := e.ValueFrom; src != nil {
 			switch {
 			case src.FieldRef != nil:
-				v = map[string]string{"metadata.name": name, "metadata.namespace": ns, "status.podIP": ip, "spec.serviceAccountName": d.Spec.Template.Spec.ServiceAccountName}[src.FieldRef.FieldPath]
+				v = map[string]string{"metadata.name": name, "metadata.namespace": ns, "status.podIP": ip, "spec.serviceAccountName": tmpl.ServiceAccountName}[src.FieldRef.FieldPath]
 				if v == "" {
 					t.Fatalf("env %s: fieldRef %s is not known to the rehearsal", e.Name, src.FieldRef.FieldPath)
 				}
@@ -199,7 +196,7 @@ func (k *kubelet) env(d *appsv1.Deployment, c corev1.Container, name, ip string)
 			env[e.Name] = v
 		}
 	}
-	if d.Spec.Template.Spec.EnableServiceLinks == nil || *d.Spec.Template.Spec.EnableServiceLinks {
+	if tmpl.EnableServiceLinks == nil || *tmpl.EnableServiceLinks {
 		t.Fatal("enableServiceLinks is not false: the rehearsal does not add every Service's variables")
 	}
 	port := strconv.Itoa(int(k.apiPort))
@@ -216,10 +213,9 @@ func (k *kubelet) env(d *appsv1.Deployment, c corev1.Container, name, ip string)
 
 // mounts are the container's volumes, and the ServiceAccount token where
 // rest.InClusterConfig reads it, staged under dir.
-func (k *kubelet) mounts(d *appsv1.Deployment, c corev1.Container, dir, name string) []podMount {
+func (k *kubelet) mounts(ns string, tmpl *corev1.PodSpec, c corev1.Container, dir, name string) []podMount {
 	t := k.t
 	t.Helper()
-	tmpl := d.Spec.Template.Spec
 	fsGroup := -1
 	if tmpl.SecurityContext.FSGroup != nil {
 		fsGroup = int(*tmpl.SecurityContext.FSGroup)
@@ -245,7 +241,7 @@ func (k *kubelet) mounts(d *appsv1.Deployment, c corev1.Container, dir, name str
 			if vol.Secret.DefaultMode != nil {
 				mode = os.FileMode(*vol.Secret.DefaultMode)
 			}
-			for key, v := range k.secretData(d.Namespace, vol.Secret.SecretName, isTrue(vol.Secret.Optional)) {
+			for key, v := range k.secretData(ns, vol.Secret.SecretName, isTrue(vol.Secret.Optional)) {
 				writeVolumeFile(t, filepath.Join(src, key), []byte(v), mode, fsGroup)
 			}
 			readOnly = true // the kubelet mounts Secrets read-only
@@ -263,15 +259,15 @@ func (k *kubelet) mounts(d *appsv1.Deployment, c corev1.Container, dir, name str
 		return mounts
 	}
 	sa := tmpl.ServiceAccountName
-	tr, err := k.cs.CoreV1().ServiceAccounts(d.Namespace).CreateToken(k.ctx, sa, tokenRequest(), metav1.CreateOptions{})
+	tr, err := k.cs.CoreV1().ServiceAccounts(ns).CreateToken(k.ctx, sa, tokenRequest(), metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("TokenRequest for ServiceAccount %s/%s: %v", d.Namespace, sa, err)
+		t.Fatalf("TokenRequest for ServiceAccount %s/%s: %v", ns, sa, err)
 	}
 	src := filepath.Join(dir, "serviceaccount")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for file, data := range map[string][]byte{"token": []byte(tr.Status.Token), "ca.crt": k.caPEM, "namespace": []byte(d.Namespace)} {
+	for file, data := range map[string][]byte{"token": []byte(tr.Status.Token), "ca.crt": k.caPEM, "namespace": []byte(ns)} {
 		writeVolumeFile(t, filepath.Join(src, file), data, 0o644, fsGroup)
 	}
 	return append(mounts, podMount{source: src, target: saMountPath, readOnly: true})

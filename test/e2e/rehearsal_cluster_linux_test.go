@@ -168,10 +168,16 @@ func (r *rehearsal) newKubelet(imageDir string, cfg *v1.ConfigFile) *kubelet {
 // startPod starts a replica of d, named as the ReplicaSet controller
 // names pods.
 func (r *rehearsal) startPod(d *appsv1.Deployment) *rehearsalPod {
+	name := fmt.Sprintf("%s-%s-%s", d.Name, utilrand.String(10), utilrand.String(5))
+	return r.startPodOf(d.Namespace, &d.Spec.Template.Spec, name)
+}
+
+// startPodOf starts a pod of the template tmpl in namespace ns, named
+// name (a StatefulSet's pods are named by their ordinals).
+func (r *rehearsal) startPodOf(ns string, tmpl *corev1.PodSpec, name string) *rehearsalPod {
 	t := r.t
 	t.Helper()
-	name := fmt.Sprintf("%s-%s-%s", d.Name, utilrand.String(10), utilrand.String(5))
-	spec, probes := r.kubelet.pod(d, name)
+	spec, probes := r.kubelet.pod(ns, tmpl, name)
 	p, err := startPod(filepath.Join(r.kubelet.dir, name), r.tools, spec)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -121,26 +122,10 @@ func TestDeploymentRehearsal(t *testing.T) {
 	// Its own NATS, namespaces and names: it runs beside the others
 	// that do (testenv's shared NATS is not touched).
 	t.Parallel()
-	env := testenv.Get(t)
-	built := theImage(t)
-	imageDir, imageCfg := hostImage(t, built)
-	tools := podSandbox(t, imageDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-
-	r := &rehearsal{t: t, ctx: ctx, env: env, tools: tools, id: "rehearsal-" + utilrand.String(5)}
-	rc := env.RESTConfig()
-	var err error
-	if r.cs, err = kubernetes.NewForConfig(rc); err != nil {
-		t.Fatal(err)
-	}
-	if r.dyn, err = dynamic.NewForConfig(rc); err != nil {
-		t.Fatal(err)
-	}
 	kdir := filepath.Join(deployModuleRoot(t), "deploy", "kustomize")
-	r.apply(filepath.Join(kdir, filepath.FromSlash(rehearsalOverlay)))
-	r.startNATS()
-	r.kubelet = r.newKubelet(imageDir, imageCfg)
+	r := newRehearsal(ctx, t, filepath.Join(kdir, filepath.FromSlash(rehearsalOverlay)))
 
 	d := r.deployment()
 	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
@@ -161,15 +146,45 @@ func TestDeploymentRehearsal(t *testing.T) {
 	r.checkTakeover(leader, standby, ns)
 	r.checkMissingPermission(standby)
 
+	r.stopPods(&d.Spec.Template.Spec)
+}
+
+// stopPods sends every running pod SIGTERM, as the kubelet does on
+// deletion, and wants each to exit 0 within the template's grace period.
+func (r *rehearsal) stopPods(tmpl *corev1.PodSpec) {
+	grace := time.Duration(*tmpl.TerminationGracePeriodSeconds) * time.Second
 	for _, p := range r.pods {
 		if p.exited() {
 			continue
 		}
-		grace := time.Duration(*d.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
 		if code, err := p.stop(grace); err != nil || code != 0 {
-			t.Errorf("%s: SIGTERM: exit %d (%v), want 0 within the grace period", p.spec.name, code, err)
+			r.t.Errorf("%s: SIGTERM: exit %d (%v), want 0 within the grace period", p.spec.name, code, err)
 		}
 	}
+}
+
+// newRehearsal applies the overlay in dir to the test apiserver in a
+// namespace of its own, serves the NATS it describes, and readies a
+// kubelet that runs pods from the image built by make image.
+func newRehearsal(ctx context.Context, t *testing.T, dir string) *rehearsal {
+	t.Helper()
+	env := testenv.Get(t)
+	built := theImage(t)
+	imageDir, imageCfg := hostImage(t, built)
+	tools := podSandbox(t, imageDir)
+	r := &rehearsal{t: t, ctx: ctx, env: env, tools: tools, id: "rehearsal-" + utilrand.String(5)}
+	rc := env.RESTConfig()
+	var err error
+	if r.cs, err = kubernetes.NewForConfig(rc); err != nil {
+		t.Fatal(err)
+	}
+	if r.dyn, err = dynamic.NewForConfig(rc); err != nil {
+		t.Fatal(err)
+	}
+	r.apply(dir)
+	r.startNATS()
+	r.kubelet = r.newKubelet(imageDir, imageCfg)
+	return r
 }
 
 // hostImage writes the files of the image for this machine's platform to a
