@@ -234,8 +234,13 @@ func encodeWorkers(cfg *config.Config) int {
 // sourceObserver feeds informer observations into the metrics.
 type sourceObserver struct{ m *metrics.Metrics }
 
+var _ informers.ForeignObserver = sourceObserver{}
+
 func (o sourceObserver) Observed(r *informers.Resource, v informers.Verb) {
 	o.m.ChangesObserved.WithLabelValues(r.String(), string(v)).Inc()
+}
+func (o sourceObserver) Foreign(r *informers.Resource, n int) {
+	o.m.ForeignObjects.WithLabelValues(r.String()).Add(float64(n))
 }
 func (o sourceObserver) WatchError(r *informers.Resource, _ error) {
 	o.m.WatchErrors.WithLabelValues(r.String()).Inc()

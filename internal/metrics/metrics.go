@@ -39,6 +39,7 @@ type Metrics struct {
 	Unpublishable     *prometheus.CounterVec
 	ResourceReady     *prometheus.GaugeVec
 	WatchErrors       *prometheus.CounterVec
+	ForeignObjects    *prometheus.CounterVec
 	JetStreamWaits    prometheus.Counter
 }
 
@@ -91,12 +92,14 @@ func New() *Metrics {
 			Help: "1 once the type's cache has synced and its start-up snapshot is stored, else 0."}, []string{"resource"}),
 		WatchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "watch_errors_total",
 			Help: "Watch or list failures of an informer; each is followed by a relist."}, []string{"resource"}),
+		ForeignObjects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "shard_foreign_objects_total",
+			Help: "Objects of other shards a shard's informers received (in lists and watch events) and dropped before its cache: all of theirs when the apiserver ignores the shard selector, those of namespaces created after the shard started when it applies it."}, []string{"resource"}),
 		JetStreamWaits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "jetstream_unavailable_total",
 			Help: "Failed attempts to reach the JetStream stream at start-up (no responders, no leader, timeouts)."}),
 	}
 	r.MustRegister(m.ChangesObserved, m.ChangesCoalesced, m.EventsPublished, m.EventLag, m.EventsSuperseded, m.EncodeErrors, m.OversizeObjects,
 		m.PublishRetries, m.PublishRejected, m.PublishDuplicates, m.PublishLatency, m.InFlight, m.LastPublish,
-		m.Snapshots, m.SnapshotDuration, m.SnapshotItems, m.SnapshotFailures, m.MissedDeletes, m.Unpublishable, m.ResourceReady, m.WatchErrors, m.JetStreamWaits,
+		m.Snapshots, m.SnapshotDuration, m.SnapshotItems, m.SnapshotFailures, m.MissedDeletes, m.Unpublishable, m.ResourceReady, m.WatchErrors, m.ForeignObjects, m.JetStreamWaits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

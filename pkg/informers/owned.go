@@ -31,6 +31,8 @@ type ownedListWatch struct {
 	// filtered is told whether the apiserver applied it to a list.
 	selector string
 	filtered func(bool)
+	// foreign, if set, is told how many objects owns refused.
+	foreign func(n int)
 	// probe makes the first watch that lists (client-go's watch-list,
 	// whose events do not say whether a selector was applied) ask once
 	// with a list of one object.
@@ -74,6 +76,7 @@ func (o ownedListWatch) ListWithContext(ctx context.Context, opts metav1.ListOpt
 	if len(kept) == len(items) {
 		return list, nil
 	}
+	o.refused(len(items) - len(kept))
 	if err := meta.SetList(list, kept); err != nil {
 		return nil, fmt.Errorf("shard filter: %w", err)
 	}
@@ -99,11 +102,22 @@ func (o ownedListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOp
 	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
 		switch ev.Type {
 		case watch.Added, watch.Modified, watch.Deleted:
-			return ev, o.admits(ev.Object)
+			if !o.admits(ev.Object) {
+				o.refused(1)
+				return ev, false
+			}
+			return ev, true
 		default:
 			return ev, true
 		}
 	}), nil
+}
+
+// refused counts n objects of other shards dropped.
+func (o ownedListWatch) refused(n int) {
+	if o.foreign != nil {
+		o.foreign(n)
+	}
 }
 
 // admits an object owns accepts, and anything without metadata: that is
@@ -132,13 +146,13 @@ func shardSelectorOf(list runtime.Object) string {
 // filtered by owns (and, with selector, by the apiserver): typed
 // (protobuf, from Clients.Config) for the types client-go's scheme knows,
 // dynamic for the others.
-func ownedInformer(owns Owns, selector string, filtered func(bool)) func(Clients, *Resource, string, func(*metav1.ListOptions), cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
+func ownedInformer(owns Owns, selector string, filtered func(bool), foreign func(int)) func(Clients, *Resource, string, func(*metav1.ListOptions), cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
 	return func(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
 		lw, example, typed, err := listWatch(clients, res, ns, tweak)
 		if err != nil {
 			return nil, nil, false, err
 		}
-		inf := cache.NewSharedIndexInformer(ownedListWatch{lw: lw, owns: owns, selector: selector, filtered: filtered, probe: &sync.Once{}}, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		inf := cache.NewSharedIndexInformer(ownedListWatch{lw: lw, owns: owns, selector: selector, filtered: filtered, foreign: foreign, probe: &sync.Once{}}, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 		if transform != nil {
 			if err := inf.SetTransform(transform); err != nil {
 				return nil, nil, false, fmt.Errorf("%s: set transform: %w", res, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,15 +20,19 @@ import (
 func ownsA(namespace, _ string) bool { return namespace == "a" }
 
 // A list keeps only the owned objects, and its metadata (the
-// resourceVersion a watch starts from).
+// resourceVersion a watch starts from), and counts the others.
 func TestOwnedListDropsOthers(t *testing.T) {
 	lw := &cache.ListWatch{ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 		return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "42"},
 			Items: []corev1.ConfigMap{*cm("a", "x", "1"), *cm("b", "x", "2"), *cm("a", "y", "3"), *cm("c", "z", "4")}}, nil
 	}}
-	got, err := ownedListWatch{lw: lw, owns: ownsA}.ListWithContext(t.Context(), metav1.ListOptions{})
+	foreign := 0
+	got, err := ownedListWatch{lw: lw, owns: ownsA, foreign: func(n int) { foreign += n }}.ListWithContext(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if foreign != 2 {
+		t.Errorf("%d foreign objects counted, want 2 (b/x, c/z)", foreign)
 	}
 	list := got.(*corev1.ConfigMapList)
 	var names []string
@@ -40,11 +45,13 @@ func TestOwnedListDropsOthers(t *testing.T) {
 }
 
 // A watch passes the owned objects' events, bookmarks and errors, and
-// nothing of the others: not their adds, updates or deletes.
+// nothing of the others: not their adds, updates or deletes, which it
+// counts.
 func TestOwnedWatchDropsOthers(t *testing.T) {
 	fw := watch.NewFake()
 	lw := &cache.ListWatch{WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
-	w, err := ownedListWatch{lw: lw, owns: ownsA}.WatchWithContext(t.Context(), metav1.ListOptions{})
+	var foreign atomic.Int64 // counted on the filter's goroutine
+	w, err := ownedListWatch{lw: lw, owns: ownsA, foreign: func(n int) { foreign.Add(int64(n)) }}.WatchWithContext(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +82,9 @@ func TestOwnedWatchDropsOthers(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("watch delivered %v, want %v", got, want)
+	}
+	if n := foreign.Load(); n != 3 {
+		t.Errorf("%d foreign events counted, want 3 (b/x added, modified, deleted)", n)
 	}
 }
 

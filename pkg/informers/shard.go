@@ -38,3 +38,13 @@ func (s *Source) listFiltered(filtered bool) {
 func WithOwns(owns Owns) SourceOption {
 	return func(s *Source) error { s.owns = owns; return nil }
 }
+
+// foreignOf is the count of other shards' objects of res for the
+// observer, or nil when it does not take it.
+func (s *Source) foreignOf(res *Resource) func(int) {
+	fo, ok := s.observer.(ForeignObserver)
+	if !ok {
+		return nil
+	}
+	return func(n int) { fo.Foreign(res, n) }
+}

@@ -74,6 +74,14 @@ type Observer interface {
 	WatchError(r *Resource, err error)
 }
 
+// ForeignObserver is an Observer also told of the objects of other shards
+// that a Source WithOwns received from the apiserver and dropped: all of
+// them when the apiserver ignores the shard selector, those of namespaces
+// newer than the selector when it applies it.
+type ForeignObserver interface {
+	Foreign(r *Resource, n int)
+}
+
 type nopObserver struct{}
 
 func (nopObserver) Observed(*Resource, Verb)    {}
@@ -132,7 +140,7 @@ func NewSource(clients Clients, res *Resource, scope Scope, transform cache.Tran
 			if ns == metav1.NamespaceAll && res.Namespaced {
 				sel = s.shardSelector
 			}
-			newInf = ownedInformer(owns, sel, s.listFiltered)
+			newInf = ownedInformer(owns, sel, s.listFiltered, s.foreignOf(res))
 		}
 		inf, start, typed, err := newInf(clients, res, ns, tweak, transform)
 		if err != nil {

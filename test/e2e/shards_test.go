@@ -222,7 +222,32 @@ func shardsWithStandbys(t *testing.T, h *harness, selectorLine string) {
 			t.Errorf("%s did not log %q", b.name, selectorLine)
 		}
 	}
+	checkForeign(t, all, selectorLine == serverFilteredLine)
 	t.Logf("%d messages, %d objects, %d swept in the replay", len(msgs), len(want), len(st.Swept))
+}
+
+// checkForeign reads kubebridge_shard_foreign_objects_total of every
+// bridge still running. Where the apiserver filters, a shard receives of
+// other shards' objects only those of namespaces newer than its selector:
+// here the one ConfigMap of the late namespace, at most. Where it does
+// not, every shard receives the others' churn.
+func checkForeign(t *testing.T, bridges []*bridge, filtered bool) {
+	t.Helper()
+	var counts []string
+	for _, b := range bridges {
+		if b.exited() {
+			continue
+		}
+		n := b.scrape().sum("kubebridge_shard_foreign_objects_total")
+		counts = append(counts, fmt.Sprintf("%s %v", b.name, n))
+		switch {
+		case filtered && n > 1:
+			t.Errorf("%s received %v objects of other shards, though the apiserver filters: want at most the late namespace's one", b.name, n)
+		case !filtered && n == 0:
+			t.Errorf("%s received no object of other shards, though the apiserver does not filter", b.name)
+		}
+	}
+	t.Logf("objects of other shards received and dropped (kubebridge_shard_foreign_objects_total): %s", strings.Join(counts, ", "))
 }
 
 func shardOfNamespace(ns string, n int) int { return shard.Of(shard.Key(ns, ""), n) }
