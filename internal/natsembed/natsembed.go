@@ -38,10 +38,32 @@ func Start(listen, storeDir string) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natsembed: %w", err)
 	}
+	log := &KeepFatal{}
+	s.SetLoggerV2(log, false, false, false)
 	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
+	if err := WaitReady(s, log, readyTimeout); err != nil {
 		s.Shutdown()
-		return nil, fmt.Errorf("%w: nothing listening on %s after 10s (is the port taken?)", ErrNotReady, listen)
+		return nil, fmt.Errorf("%w on %s: %w", ErrNotReady, listen, err)
 	}
 	return s, nil
+}
+
+// readyTimeout bounds how long Start waits for the server.
+const readyTimeout = 10 * time.Second
+
+// WaitReady waits until s accepts connections, returning the error it gave
+// up with (see KeepFatal) as soon as it logs one, or an error once timeout
+// has passed.
+func WaitReady(s *server.Server, log *KeepFatal, timeout time.Duration) error {
+	for deadline := time.Now().Add(timeout); ; {
+		if s.ReadyForConnections(100 * time.Millisecond) {
+			return nil
+		}
+		if err := log.Fatal(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not accepting connections after %v", timeout)
+		}
+	}
 }

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/kubebridge/kubebridge/internal/natsembed"
 	"github.com/kubebridge/kubebridge/internal/natstest"
 )
 
@@ -52,7 +52,7 @@ func (e *Env) StartNATS(mods ...func(*server.Options)) error {
 	// such as a restart finding the port taken.
 	log := natstest.LogToFile(s, e.natsOpts.LogFile)
 	s.Start()
-	if err := waitReady(s, log); err != nil {
+	if err := natsembed.WaitReady(s, log.KeepFatal, natsReadyTimeout); err != nil {
 		s.Shutdown()
 		s.WaitForShutdown()
 		return fmt.Errorf("testenv: nats: %w; log %s:\n%s", err, e.natsOpts.LogFile, tail(e.natsOpts.LogFile, 30))
@@ -63,22 +63,6 @@ func (e *Env) StartNATS(mods ...func(*server.Options)) error {
 	}
 	e.nats = s
 	return nil
-}
-
-// waitReady waits until s accepts connections, it gives up, or
-// natsReadyTimeout passes.
-func waitReady(s *server.Server, log *natstest.ServerLog) error {
-	for deadline := time.Now().Add(natsReadyTimeout); ; {
-		if s.ReadyForConnections(100 * time.Millisecond) {
-			return nil
-		}
-		if err := log.Fatal(); err != nil {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready after %v", natsReadyTimeout)
-		}
-	}
 }
 
 // StopNATS shuts the NATS server down and waits for it to finish, which
