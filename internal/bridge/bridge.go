@@ -239,8 +239,9 @@ var _ informers.ForeignObserver = sourceObserver{}
 func (o sourceObserver) Observed(r *informers.Resource, v informers.Verb) {
 	o.m.ChangesObserved.WithLabelValues(r.String(), string(v)).Inc()
 }
-func (o sourceObserver) Foreign(r *informers.Resource, n int) {
-	o.m.ForeignObjects.WithLabelValues(r.String()).Add(float64(n))
+func (o sourceObserver) ForeignCounter(r *informers.Resource) func(n int) {
+	c := o.m.ForeignObjects.WithLabelValues(r.String())
+	return func(n int) { c.Add(float64(n)) }
 }
 func (o sourceObserver) WatchError(r *informers.Resource, _ error) {
 	o.m.WatchErrors.WithLabelValues(r.String()).Inc()

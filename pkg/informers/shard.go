@@ -46,5 +46,5 @@ func (s *Source) foreignOf(res *Resource) func(int) {
 	if !ok {
 		return nil
 	}
-	return func(n int) { fo.Foreign(res, n) }
+	return fo.ForeignCounter(res)
 }

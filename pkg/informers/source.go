@@ -78,8 +78,12 @@ type Observer interface {
 // that a Source WithOwns received from the apiserver and dropped: all of
 // them when the apiserver ignores the shard selector, those of namespaces
 // newer than the selector when it applies it.
+//
+// ForeignCounter is asked once per informer; the function it returns is
+// called on the watch's goroutine for every drop, so it should do no more
+// than add.
 type ForeignObserver interface {
-	Foreign(r *Resource, n int)
+	ForeignCounter(r *Resource) func(n int)
 }
 
 type nopObserver struct{}
