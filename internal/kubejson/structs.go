@@ -12,9 +12,10 @@ var isZeroerType = reflect.TypeFor[isZeroer]()
 
 // member is a struct field ready to write.
 type member struct {
-	// hops lead from the struct to the field: each adds its offset, and
-	// all but the last then follow an embedded pointer (a nil one leaves
-	// the field out). Most fields are one hop away.
+	// hops lead from the struct to the field: the first adds its offset;
+	// each later one follows the embedded pointer reached so far when
+	// deref is set (a nil one leaves the field out), then adds its own.
+	// Most fields are one hop away.
 	hops []hop
 	// prefix is `"name":`. encoding/json writes tag names unescaped: a
 	// valid tag name has no character that needs escaping.
