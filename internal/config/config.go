@@ -75,7 +75,8 @@ type Config struct {
 	EmbeddedNATSListen   string `env:"BRIDGE_EMBEDDED_NATS_LISTEN, default=127.0.0.1:4222" help:"host:port of the embedded NATS server (only without NATS_URL)."`
 	EmbeddedNATSStoreDir string `env:"BRIDGE_EMBEDDED_NATS_STORE_DIR" help:"JetStream store directory of the embedded NATS server; default <tmp>/kubebridge-jetstream."`
 
-	Shards int `env:"BRIDGE_SHARDS, default=1" help:"Number of bridge shards publishing this cluster, each owning the namespaces (and cluster-scoped names) that hash to it (docs/design/sharding.md); 1: one bridge publishes everything. Change it only as docs/operations.md says."`
+	Shards               int           `env:"BRIDGE_SHARDS, default=1" help:"Number of bridge shards publishing this cluster, each owning the namespaces (and cluster-scoped names) that hash to it (docs/design/sharding.md); 1: one bridge publishes everything. Change it only as docs/operations.md says."`
+	ShardSelectorRefresh time.Duration `env:"BRIDGE_SHARD_SELECTOR_REFRESH, default=1m" help:"With BRIDGE_SHARDS above 1, how often the namespaces are listed to rebuild the apiserver shard selector (ShardedListAndWatch), so that other shards' namespaces created since are not sent to this one either; 0: built once, at start."`
 	// ShardIndex is set from the pod's ordinal by Load when unset.
 	ShardIndex string `env:"BRIDGE_SHARD" help:"This bridge's shard, 0 to BRIDGE_SHARDS-1. Unset: the ordinal of the pod's name (POD_NAME, else HOSTNAME: a StatefulSet's kubebridge-4) modulo BRIDGE_SHARDS, so a StatefulSet of BRIDGE_SHARDS x replicas pods gives each shard its replicas."`
 
@@ -181,8 +182,8 @@ func (c *Config) validate(lookup envconfig.Lookuper) []string {
 	if !prefixRE.MatchString(c.SubjectPrefix) {
 		add("BRIDGE_SUBJECT_PREFIX=%q: must be dot-separated tokens of letters, digits, '-' and '_' (no wildcards)", c.SubjectPrefix)
 	}
-	nonNegative := map[string]time.Duration{"BRIDGE_RESYNC_PERIOD": c.ResyncPeriod, "BRIDGE_STREAM_MAX_AGE": c.StreamMaxAge}
-	for _, k := range []string{"BRIDGE_RESYNC_PERIOD", "BRIDGE_STREAM_MAX_AGE"} {
+	nonNegative := map[string]time.Duration{"BRIDGE_RESYNC_PERIOD": c.ResyncPeriod, "BRIDGE_STREAM_MAX_AGE": c.StreamMaxAge, "BRIDGE_SHARD_SELECTOR_REFRESH": c.ShardSelectorRefresh}
+	for _, k := range []string{"BRIDGE_RESYNC_PERIOD", "BRIDGE_STREAM_MAX_AGE", "BRIDGE_SHARD_SELECTOR_REFRESH"} {
 		if nonNegative[k] < 0 {
 			add("%s=%v: must not be negative", k, nonNegative[k])
 		}

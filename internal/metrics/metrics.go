@@ -93,7 +93,7 @@ func New() *Metrics {
 		WatchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "watch_errors_total",
 			Help: "Watch or list failures of an informer; each is followed by a relist."}, []string{"resource"}),
 		ForeignObjects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "shard_foreign_objects_total",
-			Help: "Objects of other shards a shard's informers received (in lists and watch events) and dropped before its cache: all of theirs when the apiserver ignores the shard selector, those of namespaces created after the shard started when it applies it."}, []string{"resource"}),
+			Help: "Objects of other shards a shard's informers received (in lists and watch events) and dropped before its cache: all of theirs when the apiserver ignores the shard selector, those of namespaces created since the shard last built its selector (BRIDGE_SHARD_SELECTOR_REFRESH) when it applies it."}, []string{"resource"}),
 		JetStreamWaits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "jetstream_unavailable_total",
 			Help: "Failed attempts to reach the JetStream stream at start-up (no responders, no leader, timeouts)."}),
 	}

@@ -29,7 +29,7 @@ type ownedListWatch struct {
 	owns Owns
 	// selector, if set, is sent as the list's and watch's shard selector;
 	// filtered is told whether the apiserver applied it to a list.
-	selector string
+	selector *ShardSelector
 	filtered func(bool)
 	// foreign, if set, is told how many objects owns refused.
 	foreign func(n int)
@@ -55,13 +55,14 @@ func (o ownedListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) 
 }
 
 func (o ownedListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	opts.ShardSelector = o.selector
+	sel, _ := o.selector.current()
+	opts.ShardSelector = sel
 	list, err := o.lw.ListWithContext(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	if o.selector != "" && o.filtered != nil {
-		o.filtered(shardSelectorOf(list) == o.selector)
+	if sel != "" && o.filtered != nil {
+		o.filtered(shardSelectorOf(list) == sel)
 	}
 	items, err := meta.ExtractList(list)
 	if err != nil {
@@ -84,14 +85,15 @@ func (o ownedListWatch) ListWithContext(ctx context.Context, opts metav1.ListOpt
 }
 
 func (o ownedListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	opts.ShardSelector = o.selector
-	if o.selector != "" && o.filtered != nil && o.probe != nil && opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+	sel, generation := o.selector.current()
+	opts.ShardSelector = sel
+	if sel != "" && o.filtered != nil && o.probe != nil && opts.SendInitialEvents != nil && *opts.SendInitialEvents {
 		o.probe.Do(func() {
 			// The list's shardInfo says whether the apiserver applies
 			// the selector; one object is enough to ask.
-			list, err := o.lw.ListWithContext(ctx, metav1.ListOptions{ShardSelector: o.selector, Limit: 1})
+			list, err := o.lw.ListWithContext(ctx, metav1.ListOptions{ShardSelector: sel, Limit: 1})
 			if err == nil {
-				o.filtered(shardSelectorOf(list) == o.selector)
+				o.filtered(shardSelectorOf(list) == sel)
 			}
 		})
 	}
@@ -99,7 +101,7 @@ func (o ownedListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOp
 	if err != nil {
 		return nil, err
 	}
-	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+	filtered := watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
 		switch ev.Type {
 		case watch.Added, watch.Modified, watch.Deleted:
 			if !o.admits(ev.Object) {
@@ -110,7 +112,11 @@ func (o ownedListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOp
 		default:
 			return ev, true
 		}
-	}), nil
+	})
+	if o.selector == nil {
+		return filtered, nil
+	}
+	return o.selector.track(generation, w, filtered), nil
 }
 
 // refused counts n objects of other shards dropped.
@@ -146,7 +152,7 @@ func shardSelectorOf(list runtime.Object) string {
 // filtered by owns (and, with selector, by the apiserver): typed
 // (protobuf, from Clients.Config) for the types client-go's scheme knows,
 // dynamic for the others.
-func ownedInformer(owns Owns, selector string, filtered func(bool), foreign func(int)) func(Clients, *Resource, string, func(*metav1.ListOptions), cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
+func ownedInformer(owns Owns, selector *ShardSelector, filtered func(bool), foreign func(int)) func(Clients, *Resource, string, func(*metav1.ListOptions), cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
 	return func(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
 		lw, example, typed, err := listWatch(clients, res, ns, tweak)
 		if err != nil {

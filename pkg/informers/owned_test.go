@@ -135,7 +135,7 @@ func TestOwnedShardSelector(t *testing.T) {
 			},
 		}
 		var told []bool
-		o := ownedListWatch{lw: lw, owns: ownsA, selector: "sel", filtered: func(f bool) { told = append(told, f) }, probe: &sync.Once{}}
+		o := ownedListWatch{lw: lw, owns: ownsA, selector: NewShardSelector("sel"), filtered: func(f bool) { told = append(told, f) }, probe: &sync.Once{}}
 		yes := true
 		for range 2 {
 			w, err := o.WatchWithContext(t.Context(), metav1.ListOptions{SendInitialEvents: &yes})

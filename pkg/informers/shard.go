@@ -1,12 +1,13 @@
 package informers
 
-// WithShardSelector sends sel (an apiserver shard selector, see
+// WithShardSelector sends sel's selector (an apiserver shard selector, see
 // k8s.io/apimachinery's ListOptions.ShardSelector) with the list and watch
 // of a Source WithOwns that watches every namespace, so that an apiserver
-// with the ShardedListAndWatch feature sends only what sel matches. sel
-// must match everything owns accepts: owns still decides, so an apiserver
-// that ignores it costs bytes, not correctness. ServerFiltered says which.
-func WithShardSelector(sel string) SourceOption {
+// with the ShardedListAndWatch feature sends only what it matches. It
+// must match everything owns accepts, whenever it is Set: owns still
+// decides, so an apiserver that ignores it costs bytes, not correctness.
+// ServerFiltered says which.
+func WithShardSelector(sel *ShardSelector) SourceOption {
 	return func(s *Source) error { s.shardSelector = sel; return nil }
 }
 

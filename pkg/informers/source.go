@@ -63,7 +63,7 @@ type Source struct {
 	// shardSelector, if set, is sent with the list and watch of every
 	// namespace (KEP-5866), for the apiserver to leave out what owns
 	// refuses; serverFiltered records whether the last list was filtered.
-	shardSelector  string
+	shardSelector  *ShardSelector
 	serverFiltered atomic.Int32
 }
 
@@ -140,7 +140,7 @@ func NewSource(clients Clients, res *Resource, scope Scope, transform cache.Tran
 	for _, ns := range namespaces {
 		newInf := newInformer
 		if owns != nil {
-			sel := ""
+			var sel *ShardSelector
 			if ns == metav1.NamespaceAll && res.Namespaced {
 				sel = s.shardSelector
 			}

@@ -48,6 +48,9 @@ func (s *shardSet) vars(i int) map[string]string {
 	// Snapshots every 2s: the shards' snapshots interleave in the stream,
 	// and a frozen leader has one due the moment it thaws.
 	v["BRIDGE_RESYNC_PERIOD"] = "2s"
+	// The apiserver's shard selector rebuilt every second: a namespace
+	// created while the shards run is soon left out by the others.
+	v["BRIDGE_SHARD_SELECTOR_REFRESH"] = "1s"
 	return v
 }
 
@@ -159,13 +162,25 @@ func shardsWithStandbys(t *testing.T, h *harness, selectorLine string) {
 		t.Fatalf("churn stalled")
 	}
 	// A namespace no shard's selector knows: its objects still reach
-	// their shard.
+	// their shard. The other shards rebuild their selectors without it,
+	// restarting their watches under churn; where the apiserver filters,
+	// the late ConfigMap's updates after that reach its own shard only.
 	late := h.newNamespace()
 	s.namespaces = append(s.namespaces, late)
-	h.createCM(late, "late", labels, map[string]string{"v": "0"})
+	lateCM := h.createCM(late, "late", labels, map[string]string{"v": "0"})
 	var all []*bridge
 	all = append(all, leaders...)
 	all = append(all, standbys...)
+	for i := range n {
+		if i != shardOfNamespace(late, n) {
+			waitSelectorWithout(t, leaders[i], late)
+			waitSelectorWithout(t, standbys[i], late)
+		}
+	}
+	for i := range 5 {
+		lateCM.Data["v"] = strconv.Itoa(i + 1)
+		lateCM = h.updateCM(lateCM)
+	}
 
 	// Each shard's leader killed in turn; its standby takes over, and a
 	// new replica becomes the shard's standby.
@@ -226,10 +241,31 @@ func shardsWithStandbys(t *testing.T, h *harness, selectorLine string) {
 	t.Logf("%d messages, %d objects, %d swept in the replay", len(msgs), len(want), len(st.Swept))
 }
 
+// waitSelectorWithout waits until b logs a shard selector rebuilt to leave
+// out namespace ns.
+func waitSelectorWithout(t *testing.T, b *bridge, ns string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		for _, line := range strings.Split(b.output(), "\n") {
+			if strings.Contains(line, selectorRebuiltLine) && strings.Contains(line, `"`+ns+`"`) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not log %q with namespace %s within 30s", b.name, selectorRebuiltLine, ns)
+		}
+	}
+}
+
+// selectorRebuiltLine is what a shard logs when it rebuilt its apiserver
+// shard selector; the line names the namespaces it now leaves out.
+const selectorRebuiltLine = "Shard selector rebuilt from the namespaces"
+
 // checkForeign reads kubebridge_shard_foreign_objects_total of every
 // bridge still running. Where the apiserver filters, a shard receives of
 // other shards' objects only those of namespaces newer than its selector:
-// here the one ConfigMap of the late namespace, at most. Where it does
+// here the late namespace's ConfigMap as it was created, before the
+// selectors were rebuilt, and none of its later updates. Where it does
 // not, every shard receives the others' churn.
 func checkForeign(t *testing.T, bridges []*bridge, filtered bool) {
 	t.Helper()
