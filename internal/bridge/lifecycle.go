@@ -51,6 +51,11 @@ func (b *Bridge) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	if el != nil {
+		// A leader frozen past its Lease runs its publishers before its
+		// elector when it thaws: they ask the Lease first.
+		fence.Guard(el.Holds)
+	}
 	lm.Term.Set(float64(fence.Term()))
 	b.metrics.FenceRefusals(fence.Overwrote, fence.Adopted, fence.Foreign)
 	go func() {

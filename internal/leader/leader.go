@@ -124,6 +124,29 @@ func (e *Elector) Deposed() <-chan struct{} { return e.deposed }
 // Identity is this replica's holder identity.
 func (e *Elector) Identity() string { return e.cfg.Identity }
 
+// ErrLeaseStale is returned by Holds once this replica's last successful
+// write of the Lease is older than the renew deadline.
+var ErrLeaseStale = errors.New("the leader Lease was not renewed within the renew deadline: a standby may hold it by now")
+
+// Holds returns nil while this replica may still take itself for the
+// leader: its last successful write of the Lease was sent less than the
+// renew deadline ago. client-go's elector deposes at the same deadline,
+// but only when its renew loop runs; a process frozen past the Lease (a
+// stopped VM, SIGSTOP, a long pause) runs its other goroutines first when
+// it thaws, and Holds tells them at once. Counting from the request's
+// sending, on the monotonic clock, keeps the lease duration minus the
+// renew deadline as the margin before a standby may take over.
+func (e *Elector) Holds() error {
+	written := e.lock.lastWritten()
+	if written.IsZero() {
+		return fmt.Errorf("%w: never written", ErrLeaseStale)
+	}
+	if age := time.Since(written); age >= e.cfg.RenewDeadline {
+		return fmt.Errorf("%w: last written %v ago, renew deadline %v", ErrLeaseStale, age.Round(time.Millisecond), e.cfg.RenewDeadline)
+	}
+	return nil
+}
+
 // Stop ends the campaign. A replica that leads calls it only once it
 // publishes nothing more: the Lease is then released, so that a standby
 // takes over without waiting for it to expire.
@@ -170,11 +193,46 @@ func (e *Elector) release(ctx context.Context) error {
 var ErrDeposed = errors.New("lost the leader Lease: stopped publishing at once; exiting so that this replica restarts as a standby")
 
 // recordingLock remembers the last record held by another identity, so
-// that a new leader can tell when its predecessor last renewed.
+// that a new leader can tell when its predecessor last renewed, and when
+// this replica last wrote the Lease successfully.
 type recordingLock struct {
 	resourcelock.Interface
 	mu   sync.Mutex
 	prev resourcelock.LeaderElectionRecord
+	// written is when the last successful Create or Update of the Lease
+	// was sent (its monotonic reading: a frozen process's clock runs on).
+	written time.Time
+}
+
+func (l *recordingLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	sent := time.Now()
+	err := l.Interface.Create(ctx, r)
+	l.wrote(sent, err)
+	return err
+}
+
+func (l *recordingLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	sent := time.Now()
+	err := l.Interface.Update(ctx, r)
+	l.wrote(sent, err)
+	return err
+}
+
+func (l *recordingLock) wrote(sent time.Time, err error) {
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	if sent.After(l.written) {
+		l.written = sent
+	}
+	l.mu.Unlock()
+}
+
+func (l *recordingLock) lastWritten() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.written
 }
 
 func (l *recordingLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {

@@ -99,6 +99,79 @@ func TestRenewFailureDeposes(t *testing.T) {
 	}
 }
 
+// Holds stays nil while the Lease is renewed, for longer than the renew
+// deadline, and reports the Lease stale at the latest when the elector
+// deposes this replica.
+func TestHoldsFollowsRenewals(t *testing.T) {
+	cs := fake.NewClientset()
+	var failing atomic.Bool
+	cs.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failing.Load() {
+			return true, nil, errors.New("apiserver unreachable")
+		}
+		return false, nil, nil
+	})
+	ctx := context.Background()
+	a, err := leader.Start(ctx, cs.CoordinationV1(), cfg("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = a.Stop(ctx) }()
+	waitTerm(t, a)
+	for end := time.Now().Add(3 * cfg("a").RenewDeadline / 2); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if err := a.Holds(); err != nil {
+			t.Fatalf("Holds while the Lease is renewed: %v", err)
+		}
+	}
+	failing.Store(true)
+	select {
+	case <-a.Deposed():
+	case <-time.After(long):
+		t.Fatalf("not deposed within %v of failing renewals", long)
+	}
+	if err := a.Holds(); !errors.Is(err, leader.ErrLeaseStale) {
+		t.Errorf("Holds after the elector deposed this replica: %v, want ErrLeaseStale", err)
+	}
+}
+
+// A replica whose elector is stuck (a renewal that never returns: a
+// frozen process looks the same to its other goroutines when it thaws)
+// is not deposed by client-go, but Holds reports the Lease stale once the
+// renew deadline has passed.
+func TestHoldsWithoutTheElector(t *testing.T) {
+	cs := fake.NewClientset()
+	var stuck atomic.Bool
+	release := make(chan struct{})
+	defer close(release)
+	cs.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if stuck.Load() {
+			<-release
+			return true, nil, errors.New("released")
+		}
+		return false, nil, nil
+	})
+	ctx := context.Background()
+	a, err := leader.Start(ctx, cs.CoordinationV1(), cfg("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTerm(t, a)
+	stuck.Store(true)
+	for deadline := time.Now().Add(long); a.Holds() == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Holds still nil %v after the renewals got stuck", long)
+		}
+	}
+	select {
+	case <-a.Deposed():
+		t.Fatal("deposed by a stuck elector: this test does not test Holds alone")
+	default:
+	}
+	if err := a.Holds(); !errors.Is(err, leader.ErrLeaseStale) {
+		t.Errorf("Holds = %v, want ErrLeaseStale", err)
+	}
+}
+
 func TestIdentity(t *testing.T) {
 	pod := func(k string) (string, bool) { return map[string]string{"POD_NAME": "bridge-0"}[k], k == "POD_NAME" }
 	a, b := leader.Identity(pod), leader.Identity(pod)

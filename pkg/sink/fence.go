@@ -96,6 +96,9 @@ type Fence struct {
 	fenced    chan struct{}
 	fencedErr atomic.Pointer[error]
 	once      sync.Once
+	// guard, if set, is asked before every publish whether this writer
+	// may still write.
+	guard func() error
 	// markers caches the terms found backed by a term marker (a few: one
 	// per term), so that a term is checked once.
 	markers map[uint64]bool
@@ -109,13 +112,29 @@ func NewFence(term uint64, terms TermReader, stream LastMsgGetter) *Fence {
 	return &Fence{term: term, terms: terms, stream: stream, seed: maphash.MakeSeed(), last: map[uint64]uint64{}, markers: map[uint64]bool{}, fenced: make(chan struct{})}
 }
 
+// ErrNotLeading is passed to Done, and returned by Fence.Err, once the
+// fence's guard said this writer may no longer write: its term may be
+// over, though no newer term has written one of its subjects yet.
+var ErrNotLeading = errors.New("sink: this writer may no longer lead")
+
+// Guard makes the fence ask check before every publish whether this
+// writer may still write, as a leader whose Lease is stale may not. The
+// first error fences it (wrapped in ErrNotLeading): nothing more is
+// published. A newer term's messages fence a writer only on subjects
+// that term has written; the guard also covers the others, such as the
+// subject of an object created and deleted while this writer was frozen,
+// that the newer term never writes. Call it before the first publish.
+func (f *Fence) Guard(check func() error) { f.guard = check }
+
 // Term is the term this fence publishes in.
 func (f *Fence) Term() uint64 { return f.term }
 
-// Fenced is closed once a newer term is seen; Err then says which.
+// Fenced is closed once a newer term is seen, or the guard refused; Err
+// then says which.
 func (f *Fence) Fenced() <-chan struct{} { return f.fenced }
 
-// Err is nil until the fence is fenced, then an error wrapping ErrFenced.
+// Err is nil until the fence is fenced, then an error wrapping ErrFenced
+// or ErrNotLeading.
 func (f *Fence) Err() error {
 	if p := f.fencedErr.Load(); p != nil {
 		return *p
@@ -308,14 +327,21 @@ func (f *Fence) fence(err error) {
 	})
 }
 
-// isFenced reports whether a newer term has been seen.
-func (f *Fence) isFenced() bool {
+// admit returns nil if a publish may be sent: the fence is not fenced,
+// and its guard, if any, lets this writer write; else why not.
+func (f *Fence) admit() error {
 	select {
 	case <-f.fenced:
-		return true
+		return f.Err()
 	default:
-		return false
 	}
+	if f.guard != nil {
+		if err := f.guard(); err != nil {
+			f.fence(fmt.Errorf("%w: %w", ErrNotLeading, err))
+			return f.Err()
+		}
+	}
+	return nil
 }
 
 // condition sets the expected last subject sequence on msg's headers.

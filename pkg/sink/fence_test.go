@@ -167,6 +167,47 @@ func TestFenceRefusesAnOlderTerm(t *testing.T) {
 	}
 }
 
+// A fence's guard is asked before every publish: once it refuses, the
+// writer is fenced with its error and nothing more is stored, even on a
+// subject no newer term has written, which JetStream would take.
+func TestFenceGuard(t *testing.T) {
+	js, s := startFenceStream(t)
+	w := newFencedWriter(t, js, s, 1)
+	var stale error
+	asked := 0
+	w.fence.Guard(func() error { asked++; return stale })
+	if err := w.write("kb.a", false); err != nil {
+		t.Fatalf("write while the guard lets it: %v", err)
+	}
+	stale = errors.New("lease stale")
+	err := w.write("kb.fresh", false)
+	if !errors.Is(err, ErrNotLeading) || !errors.Is(err, stale) {
+		t.Fatalf("write after the guard refused: %v, want ErrNotLeading wrapping the guard's error", err)
+	}
+	if !fencedNow(w.fence) || !errors.Is(w.fence.Err(), ErrNotLeading) {
+		t.Errorf("fence after the guard refused: fenced %v, Err %v", fencedNow(w.fence), w.fence.Err())
+	}
+	if _, err := s.GetLastMsgForSubject(context.Background(), "kb.fresh"); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Errorf("kb.fresh after the guard refused: %v, want no message", err)
+	}
+	stale, n := nil, asked
+	if err := w.write("kb.b", false); !errors.Is(err, ErrNotLeading) {
+		t.Errorf("write after the fence closed: %v, want ErrNotLeading", err)
+	}
+	if asked != n {
+		t.Errorf("the guard was asked again after it fenced the writer")
+	}
+}
+
+func fencedNow(f *Fence) bool {
+	select {
+	case <-f.Fenced():
+		return true
+	default:
+		return false
+	}
+}
+
 // A message stored whose acknowledgement never arrived is not stored twice
 // when it is sent again with a stale expected sequence.
 func TestFenceRetryOfAStoredMessage(t *testing.T) {

@@ -82,8 +82,8 @@ func TestFenceOverwritesForeignMessages(t *testing.T) {
 		if err := w.write("kb.obj.a", false); err != nil {
 			t.Fatalf("%s: the writer's publish over it: %v", forged.what, err)
 		}
-		if f.isFenced() || f.Foreign() != int64(i+1) {
-			t.Fatalf("%s (sequence %d): fenced %v, %d foreign counted; want not fenced, %d", forged.what, seq, f.isFenced(), f.Foreign(), i+1)
+		if fencedNow(f) || f.Foreign() != int64(i+1) {
+			t.Fatalf("%s (sequence %d): fenced %v, %d foreign counted; want not fenced, %d", forged.what, seq, fencedNow(f), f.Foreign(), i+1)
 		}
 		if got := lastOf(t, s, "kb.obj.a"); got != "term4/"+strconv.Itoa(w.n) {
 			t.Fatalf("%s: the subject's last message is %q, want the writer's", forged.what, got)

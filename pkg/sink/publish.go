@@ -30,8 +30,8 @@ func (p *Publisher) publish(ctx context.Context, env Envelope) {
 	resolved := 0
 	for attempt := 0; ; attempt++ {
 		if fence != nil {
-			if fence.isFenced() {
-				finish(env, fence.Err())
+			if err := fence.admit(); err != nil {
+				finish(env, err)
 				return
 			}
 			fence.condition(env.Msg)
