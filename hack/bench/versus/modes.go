@@ -23,6 +23,8 @@ type mode struct {
 	noGzip bool
 	// gogc, if set, is the child's GOGC (mode+gogc=N).
 	gogc string
+	// procs, if set, is the child's GOMAXPROCS (mode+procs=N).
+	procs string
 	// shard is the part of the objects of typed-shard and bridge-shard
 	// (mode@i/N).
 	shard shard.Shard
@@ -55,6 +57,9 @@ func (m mode) id() string {
 	if m.gogc != "" {
 		id += "+gogc=" + m.gogc
 	}
+	if m.procs != "" {
+		id += "+procs=" + m.procs
+	}
 	return id
 }
 
@@ -77,15 +82,28 @@ func selectModes(only string) ([]mode, error) {
 	}
 	var out []mode
 	for _, name := range strings.Split(only, ",") {
-		// mode[@budget|@i/N][+nogzip][+gogc=N], the suffixes in any order.
-		name, gogc, _ := strings.Cut(strings.TrimSpace(name), "+gogc=")
-		if g, rest, ok := strings.Cut(gogc, "+"); ok {
-			gogc, name = g, name+"+"+rest
+		// mode[@budget|@i/N][+nogzip][+gogc=N][+procs=N], the suffixes
+		// in any order.
+		suffixes := strings.Split(strings.TrimSpace(name), "+")
+		name = suffixes[0]
+		var noGzip bool
+		var gogc, procs string
+		for _, suf := range suffixes[1:] {
+			key, val, _ := strings.Cut(suf, "=")
+			if _, err := strconv.Atoi(val); key != "nogzip" && err != nil {
+				return nil, fmt.Errorf("mode %q: +%s= wants a number", name, key)
+			}
+			switch key {
+			case "nogzip":
+				noGzip = true
+			case "gogc":
+				gogc = val
+			case "procs":
+				procs = val
+			default:
+				return nil, fmt.Errorf("mode %q: unknown suffix +%s (known: +nogzip, +gogc=N, +procs=N)", name, key)
+			}
 		}
-		if _, err := strconv.Atoi(gogc); gogc != "" && err != nil {
-			return nil, fmt.Errorf("mode %q: +gogc= wants a number", name)
-		}
-		name, noGzip := strings.CutSuffix(name, "+nogzip")
 		// After "@": a shard mode's shard, a bridge mode's publish buffer.
 		name, at, _ := strings.Cut(name, "@")
 		found := false
@@ -112,6 +130,10 @@ func selectModes(only string) ([]mode, error) {
 				if gogc != "" {
 					m.gogc = gogc
 					m.label += ", GOGC=" + gogc
+				}
+				if procs != "" {
+					m.procs = procs
+					m.label += ", GOMAXPROCS=" + procs
 				}
 				out = append(out, m)
 				found = true

@@ -55,7 +55,7 @@ func printReport(w io.Writer, b *bench, runs []run, serverVersion string, maxPay
 	if memLimit == "" {
 		memLimit = "unset"
 	}
-	fmt.Fprintf(w, "Machine: %s %s/%s, GOMAXPROCS=%d (NumCPU %d), GOGC=%s, GOMEMLIMIT=%s, %s, %s RAM, kernel %s\n",
+	fmt.Fprintf(w, "Machine: %s %s/%s, GOMAXPROCS=%d unless a mode says otherwise (NumCPU %d), GOGC=%s, GOMEMLIMIT=%s, %s, %s RAM, kernel %s\n",
 		goVersion, runtime.GOOS, runtime.GOARCH, gmp, runtime.NumCPU(), gogc, memLimit, cpuModel(), memTotal(), kernel())
 	fmt.Fprintf(w, "kube-apiserver %s, client-go %s, NATS max_payload %d\n", serverVersion, moduleVersion("k8s.io/client-go"), maxPayload)
 }
@@ -110,7 +110,7 @@ func printChurnReport(w io.Writer, b *bench, runs []run) {
 	}
 	// CPU is compared with the typed informer run the same way (gzip on
 	// or off), when there is one.
-	fmt.Fprintf(w, "\n| mode | CPU s during the churn | CPU ms per 1,000 events | ÷ %s (same gzip setting) |\n", refLabel)
+	fmt.Fprintf(w, "\n| mode | CPU s during the churn | CPU ms per 1,000 events | ÷ %s (same gzip and GOMAXPROCS settings) |\n", refLabel)
 	fmt.Fprintln(w, "|---|--:|--:|--:|")
 	perK := func(rn run) float64 { return cpuPerThousand(rn, c.mix) }
 	cpuRef := func(rn run) *run {
@@ -152,11 +152,11 @@ func cpuPerThousand(rn run, mix churnMix) float64 {
 	return (rn.churn.CPUStartSecs - rn.ready.CPUEndSecs) * 1000 / float64(mix.total()) * 1000
 }
 
-// floorOf is the typed informer run with rn's gzip setting: the floor a
-// mode is compared with. Nil when there was none.
+// floorOf is the typed informer run with rn's gzip and GOMAXPROCS
+// settings: the floor a mode is compared with. Nil when there was none.
 func floorOf(runs []run, rn run) *run {
 	for i := range runs {
-		if runs[i].m.name == "typed" && runs[i].m.noGzip == rn.m.noGzip && runs[i].churn != nil {
+		if runs[i].m.name == "typed" && runs[i].m.noGzip == rn.m.noGzip && runs[i].m.procs == rn.m.procs && runs[i].churn != nil {
 			return &runs[i]
 		}
 	}
@@ -168,7 +168,7 @@ func floorOf(runs []run, rn run) *run {
 // start (after a collection, once ready), peak RSS over the whole life, and
 // the bridge's start-up snapshot.
 func printVersus(w io.Writer, b *bench, runs []run) {
-	fmt.Fprintf(w, "\nAgainst the floor (the typed informer with the same gzip setting), %d objects, churn of %s:\n\n", b.objects, b.churn.mix)
+	fmt.Fprintf(w, "\nAgainst the floor (the typed informer with the same gzip and GOMAXPROCS settings), %d objects, churn of %s:\n\n", b.objects, b.churn.mix)
 	fmt.Fprintln(w, "| mode | CPU ms per 1,000 events | ÷ floor | RSS after start MiB | ÷ floor | peak RSS MiB | ÷ floor | start-up snapshot s |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|")
 	ratio := func(v, floor float64) string {

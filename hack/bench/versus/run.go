@@ -63,6 +63,9 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 	if m.gogc != "" {
 		cmd.Env = append(cmd.Env, "GOGC="+m.gogc)
 	}
+	if m.procs != "" {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+m.procs)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return out, err
