@@ -154,6 +154,7 @@ func New(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts
 	}
 	allReady := readyWhenAll(len(sources), func() {
 		logger.Info("Start-up snapshots published; the stream holds the current state of every watched type")
+		releaseStartupGarbage()
 		o.ready()
 	})
 	statuses := make([]*typeStatus, len(sources))
