@@ -75,34 +75,10 @@ func TestStopReleasesToStandby(t *testing.T) {
 }
 
 // A leader whose renewals fail is deposed once the renew deadline passes.
-func TestRenewFailureDeposes(t *testing.T) {
-	cs := fake.NewClientset()
-	var failing atomic.Bool
-	cs.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if failing.Load() {
-			return true, nil, errors.New("apiserver unreachable")
-		}
-		return false, nil, nil
-	})
-	ctx := context.Background()
-	a, err := leader.Start(ctx, cs.CoordinationV1(), cfg("a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = a.Stop(ctx) }()
-	waitTerm(t, a)
-	failing.Store(true)
-	select {
-	case <-a.Deposed():
-	case <-time.After(long):
-		t.Fatalf("not deposed within %v of failing renewals", long)
-	}
-}
-
 // Holds stays nil while the Lease is renewed, for longer than the renew
 // deadline, and reports the Lease stale at the latest when the elector
 // deposes this replica.
-func TestHoldsFollowsRenewals(t *testing.T) {
+func TestRenewFailureDeposes(t *testing.T) {
 	cs := fake.NewClientset()
 	var failing atomic.Bool
 	cs.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
