@@ -125,24 +125,32 @@ func (e *Elector) Deposed() <-chan struct{} { return e.deposed }
 func (e *Elector) Identity() string { return e.cfg.Identity }
 
 // ErrLeaseStale is returned by Holds once this replica's last successful
-// write of the Lease is older than the renew deadline.
-var ErrLeaseStale = errors.New("the leader Lease was not renewed within the renew deadline: a standby may hold it by now")
+// write of the Lease is older than client-go's elector would let it lead.
+var ErrLeaseStale = errors.New("the leader Lease was not renewed in time: a standby may hold it by now")
 
 // Holds returns nil while this replica may still take itself for the
 // leader: its last successful write of the Lease was sent less than the
-// renew deadline ago. client-go's elector deposes at the same deadline,
-// but only when its renew loop runs; a process frozen past the Lease (a
-// stopped VM, SIGSTOP, a long pause) runs its other goroutines first when
-// it thaws, and Holds tells them at once. Counting from the request's
-// sending, on the monotonic clock, keeps the lease duration minus the
-// renew deadline as the margin before a standby may take over.
+// retry period plus the renew deadline ago, which is when client-go's
+// elector, renewing every retry period and giving up after the renew
+// deadline, deposes it at the latest. The elector only does so when its
+// renew loop runs; a process frozen past the Lease (a stopped VM, SIGSTOP,
+// a long pause) runs its other goroutines first when it thaws, and Holds
+// tells them at once. Counting from the request's sending, on the
+// monotonic clock, keeps a margin before a standby may take over, one
+// lease duration after it saw that write. Where the retry period plus the
+// renew deadline is not shorter than the lease duration, the renew
+// deadline alone counts.
 func (e *Elector) Holds() error {
 	written := e.lock.lastWritten()
 	if written.IsZero() {
 		return fmt.Errorf("%w: never written", ErrLeaseStale)
 	}
-	if age := time.Since(written); age >= e.cfg.RenewDeadline {
-		return fmt.Errorf("%w: last written %v ago, renew deadline %v", ErrLeaseStale, age.Round(time.Millisecond), e.cfg.RenewDeadline)
+	limit := e.cfg.RenewDeadline + e.cfg.RetryPeriod
+	if limit >= e.cfg.LeaseDuration {
+		limit = e.cfg.RenewDeadline
+	}
+	if age := time.Since(written); age >= limit {
+		return fmt.Errorf("%w: last written %v ago, limit %v", ErrLeaseStale, age.Round(time.Millisecond), limit)
 	}
 	return nil
 }
