@@ -61,14 +61,11 @@ type Bridge struct {
 	// without leader election.
 	gated   *gate
 	sources []*informers.Source
-	// shardSelector is the sources' apiserver shard selector; nil
-	// unless sharded.
-	shardSelector *informers.ShardSelector
-	// otherShards are the other shards' namespaces shardSelector was
-	// built from.
-	otherShards []string
-	statuses    []*typeStatus
-	opts        options
+	// selectors holds the sources' apiserver shard selector; nil unless
+	// sharded.
+	selectors *selectorRefresh
+	statuses  []*typeStatus
+	opts      options
 
 	// standby is set while this replica waits for the Lease.
 	standby atomic.Bool
@@ -127,13 +124,12 @@ func New(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts
 	}
 	transform := informers.TransformOptions{StripManagedFields: cfg.StripManagedFields, StripLastApplied: cfg.StripLastApplied, RedactSecrets: cfg.RedactSecrets}.Transform()
 	sourceOpts := []informers.SourceOption{informers.WithClock(o.now), informers.WithObserver(sourceObserver{m})}
-	var shardSelector *informers.ShardSelector
-	var otherShards []string
+	var selectors *selectorRefresh
 	if sh := cfg.Shard(); sh.Sharded() {
 		// Objects of other shards never reach the cache; with the
 		// apiserver's sharded watch, they are not even sent.
-		shardSelector, otherShards = newShardSelector(ctx, kube, sh)
-		sourceOpts = append(sourceOpts, informers.WithOwns(shard.Owner(sh)), informers.WithShardSelector(shardSelector))
+		selectors = newSelectorRefresh(ctx, kube, sh)
+		sourceOpts = append(sourceOpts, informers.WithOwns(shard.Owner(sh)), informers.WithShardSelector(selectors.selector))
 		logger.Info("Sharded: this bridge publishes the namespaces, and the cluster-scoped names, that hash to its shard", "shard", sh.String(),
 			"lease", cfg.LeaseName, "termSubject", subjects.Term())
 	}
@@ -162,7 +158,7 @@ func New(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts
 		statuses[i] = newTypeStatus(src.Resource.String(), m, allReady)
 	}
 	b := &Bridge{cfg: cfg, kube: kube, nc: nc, js: js, stream: stream, info: info, subjects: subjects, limits: limits, metrics: m,
-		intake: in, gated: gated, sources: sources, shardSelector: shardSelector, otherShards: otherShards, statuses: statuses, opts: o}
+		intake: in, gated: gated, sources: sources, selectors: selectors, statuses: statuses, opts: o}
 	o.health.attach(b)
 	return b, nil
 }

@@ -102,7 +102,7 @@ func (b *Bridge) runSources(ctx context.Context) {
 	for _, src := range b.sources {
 		src.Run(ctx)
 	}
-	if b.shardSelector != nil && b.kube.Clients.Typed != nil && b.cfg.ShardSelectorRefresh > 0 {
+	if b.selectors != nil && b.kube.Clients.Typed != nil && b.cfg.ShardSelectorRefresh > 0 {
 		synced := func() bool {
 			for _, src := range b.sources {
 				if !src.HasSynced() {
@@ -111,8 +111,7 @@ func (b *Bridge) runSources(ctx context.Context) {
 			}
 			return true
 		}
-		r := &selectorRefresh{kube: b.kube, shard: b.cfg.Shard(), selector: b.shardSelector, others: b.otherShards, every: b.cfg.ShardSelectorRefresh, synced: synced}
-		go r.run(ctx)
+		go b.selectors.run(ctx, b.cfg.ShardSelectorRefresh, synced)
 	}
 }
 

@@ -12,31 +12,11 @@ import (
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
-// newShardSelector is the apiserver shard selector that leaves out the
-// namespaces other shards own, for the watches of every namespace: an
-// apiserver with ShardedListAndWatch then sends this shard about its part
-// only. It names the namespaces that exist now, and returns them too;
-// selectorRefresh adds those created later. Without a typed client, or
-// when the namespaces cannot be listed, it sends none, which only costs
-// the filtering on the server.
-func newShardSelector(ctx context.Context, kube Kube, sh contract.Shard) (*informers.ShardSelector, []string) {
-	logger := klog.FromContext(ctx)
-	if kube.Clients.Typed == nil {
-		return informers.NewShardSelector(""), nil
-	}
-	others, err := otherShardsNamespaces(ctx, kube, sh)
-	if err != nil {
-		logger.Info("Cannot list namespaces for the shard selector; every shard receives every object and keeps its own (grant list on namespaces to filter on the apiserver)", "err", err)
-		return informers.NewShardSelector(""), nil
-	}
-	sel := shard.ExcludeSelector(others)
-	logTooLong(logger, sel, others)
-	return informers.NewShardSelector(sel), others
-}
-
-// selectorRefresh rebuilds a shard's apiserver selector from the
-// namespaces, so that other shards' namespaces created since it was built
-// are left out too.
+// selectorRefresh holds a shard's apiserver shard selector: the one that
+// leaves out the namespaces other shards own, for the watches of every
+// namespace, so that an apiserver with ShardedListAndWatch sends this
+// shard about its part only. run rebuilds it from the namespaces, so that
+// other shards' namespaces created since are left out too.
 type selectorRefresh struct {
 	kube     Kube
 	shard    contract.Shard
@@ -44,19 +24,37 @@ type selectorRefresh struct {
 	// others are the other shards' namespaces the selector was built
 	// from.
 	others []string
-	every  time.Duration
-	// synced reports whether every informer has synced: a new selector
-	// restarts their watches, and one restarted in the middle of its
-	// initial events would be listed again.
-	synced func() bool
 }
 
-// run lists the namespaces every interval until ctx ends, and sets the
-// selector they give; the watches then restart with it from where they
-// were. A failed list keeps the selector in use.
-func (r *selectorRefresh) run(ctx context.Context) {
+// newSelectorRefresh builds the selector from the namespaces that exist
+// now. Without a typed client, or when the namespaces cannot be listed, it
+// sends none, which only costs the filtering on the server.
+func newSelectorRefresh(ctx context.Context, kube Kube, sh contract.Shard) *selectorRefresh {
+	r := &selectorRefresh{kube: kube, shard: sh, selector: informers.NewShardSelector("")}
+	if kube.Clients.Typed == nil {
+		return r
+	}
 	logger := klog.FromContext(ctx)
-	tick := time.NewTicker(r.every)
+	others, err := otherShardsNamespaces(ctx, kube, sh)
+	if err != nil {
+		logger.Info("Cannot list namespaces for the shard selector; every shard receives every object and keeps its own (grant list on namespaces to filter on the apiserver)", "err", err)
+		return r
+	}
+	sel := shard.ExcludeSelector(others)
+	logTooLong(logger, sel, others)
+	r.selector.Set(sel)
+	r.others = others
+	return r
+}
+
+// run lists the namespaces every interval until ctx ends, once synced
+// reports every informer synced (a new selector restarts their watches,
+// and one restarted in the middle of its initial events would be listed
+// again), and sets the selector they give; the watches then restart with
+// it from where they were. A failed list keeps the selector in use.
+func (r *selectorRefresh) run(ctx context.Context, every time.Duration, synced func() bool) {
+	logger := klog.FromContext(ctx)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	failing := false
 	for {
@@ -65,7 +63,7 @@ func (r *selectorRefresh) run(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if !r.synced() {
+		if !synced() {
 			continue
 		}
 		others, err := otherShardsNamespaces(ctx, r.kube, r.shard)

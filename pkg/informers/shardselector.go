@@ -27,13 +27,6 @@ func NewShardSelector(sel string) *ShardSelector {
 	return &ShardSelector{value: sel, running: map[*selectorWatch]struct{}{}}
 }
 
-// Get is the selector sent now.
-func (s *ShardSelector) Get() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.value
-}
-
 // Set makes sel the selector, and reports whether it changed. When it
 // did, the watches sent with the old one have been stopped by the time Set
 // returns, so that no event the old one lets through and sel does not is
