@@ -44,7 +44,8 @@ type pending struct {
 // object has pending changes or one in flight.
 type objectState struct {
 	// queue holds what waits, oldest first: normally one entry, two when an
-	// old uid's delete precedes the new uid's first change.
+	// old uid's delete precedes the new uid's first change or a change came
+	// during a linger (see cutsLinger), three when both.
 	queue []pending
 	// ready is set while the object's ref is in the ready FIFO.
 	ready bool
@@ -81,6 +82,7 @@ type intake struct {
 	now        func() time.Time
 	report     intakeReports
 	wake       chan struct{}
+	lingering  lingering
 	// held types keep their changes until release: nothing of a type may
 	// be published before the deletes missed while no bridge published
 	// it, or a name deleted and created again meanwhile would go from the
@@ -103,7 +105,7 @@ type intakeReports struct {
 }
 
 func newIntake(now func() time.Time, report intakeReports) *intake {
-	return &intake{objects: map[objectRef]*objectState{}, now: now, report: report, wake: make(chan struct{}, 1), held: map[*informers.Resource]bool{}}
+	return &intake{objects: map[objectRef]*objectState{}, now: now, report: report, wake: make(chan struct{}, 1), lingering: newLingering(), held: map[*informers.Resource]bool{}}
 }
 
 func (in *intake) signal() {
@@ -124,7 +126,10 @@ func (in *intake) Add(c informers.Change) {
 	ref := objectRef{res: c.Resource, key: key}
 	in.mu.Lock()
 	st := in.state(ref)
-	if n := in.merge(st, pending{c: c, uid: uidOf(c.Object), since: c.ObservedAt}); n > 0 {
+	p := pending{c: c, uid: uidOf(c.Object), since: c.ObservedAt}
+	if in.cutsLinger(st, p) {
+		in.push(st, p)
+	} else if n := in.merge(st, p); n > 0 {
 		in.report.coalesced(c.Resource, n)
 	}
 	in.settle(ref, st)
@@ -157,7 +162,9 @@ func (in *intake) settle(ref objectRef, st *objectState) {
 // next returns the next work to hand on, waiting until there is some or ctx
 // ends. With snapshots false (shutting down) it hands on live changes only,
 // and reports false once nothing waits and nothing is in flight.
-func (in *intake) next(ctx context.Context, snapshots bool) (work, bool) {
+//
+// When it had to wait, it lingers after the wake-up (see lingerFor).
+func (in *intake) next(ctx context.Context, snapshots bool, linger time.Duration) (work, bool) {
 	for {
 		in.mu.Lock()
 		w, ok := in.take(snapshots)
@@ -172,6 +179,9 @@ func (in *intake) next(ctx context.Context, snapshots bool) (work, bool) {
 		select {
 		case <-in.wake:
 		case <-ctx.Done():
+			return work{}, false
+		}
+		if linger > 0 && !in.lingerFor(ctx, linger) {
 			return work{}, false
 		}
 	}

@@ -305,16 +305,16 @@ func TestIntakeNextStops(t *testing.T) {
 	in, _ := newTestIntake()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, ok := in.next(ctx, true); ok {
+	if _, ok := in.next(ctx, true, 0); ok {
 		t.Error("next returned work after ctx ended")
 	}
 	in.Add(live(informers.Added, intakeCM("a", "u", "1"), nil))
-	w, ok := in.next(context.Background(), false)
+	w, ok := in.next(context.Background(), false, 0)
 	if !ok {
 		t.Fatal("no work in shutdown mode although a change waits")
 	}
 	go in.done(w.ref)
-	if _, ok := in.next(context.Background(), false); ok {
+	if _, ok := in.next(context.Background(), false, 0); ok {
 		t.Error("shutdown mode handed on work when nothing waited")
 	}
 }

@@ -29,10 +29,13 @@ type counters struct {
 // encoders work in parallel, and the collector hands envelopes on in the
 // order the run loop took them, within the byte budget.
 type pipeline struct {
-	intake   *intake
-	guard    *orderGuard
-	encoder  *encode.Encoder
-	workers  int
+	intake  *intake
+	guard   *orderGuard
+	encoder *encode.Encoder
+	workers int
+	// linger is how long the run loop waits after an idle spell's first
+	// change before it takes changes in (BRIDGE_PUBLISH_LINGER).
+	linger   time.Duration
 	budget   *byteBudget
 	out      chan sink.Envelope
 	counters *counters
@@ -116,7 +119,7 @@ func (p *pipeline) run(soft, hard context.Context) {
 	}
 	func() {
 		for {
-			w, ok := p.intake.next(soft, true)
+			w, ok := p.intake.next(soft, true, p.linger)
 			if !ok {
 				break
 			}
@@ -129,7 +132,7 @@ func (p *pipeline) run(soft, hard context.Context) {
 			logger.Info("Shutting down before the missed-delete scan of some types finished: their waiting changes are left to the next leader's scan and snapshot", "objects", n)
 		}
 		for {
-			w, ok := p.intake.next(hard, false)
+			w, ok := p.intake.next(hard, false, 0)
 			if !ok || !send(w) {
 				return
 			}

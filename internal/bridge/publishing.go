@@ -57,7 +57,7 @@ func startPublishing(soft, hard context.Context, wg *sync.WaitGroup, cfg *config
 	if d.rereadLimits == nil {
 		d.rereadLimits = func() {}
 	}
-	p := &pipeline{intake: in, guard: newOrderGuard(), encoder: d.encoder, workers: encodeWorkers(cfg),
+	p := &pipeline{intake: in, guard: newOrderGuard(), encoder: d.encoder, workers: encodeWorkers(cfg), linger: cfg.PublishLinger,
 		budget: s.budget, out: make(chan sink.Envelope, cfg.PublishWindow), counters: &s.cnt, markers: s.markers, metrics: m,
 		maxPayload: d.maxPayload, rereadLimits: d.rereadLimits, unpublishable: newUnpublishable()}
 	wg.Add(2)

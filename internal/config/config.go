@@ -31,6 +31,7 @@ type Config struct {
 	EncodeWorkers      int           `env:"BRIDGE_ENCODE_WORKERS, default=0" help:"Goroutines encoding events in parallel (order is kept); 0 means one per CPU."`
 	PublishWindow      int           `env:"BRIDGE_PUBLISH_WINDOW, default=512" help:"Most JetStream publishes awaiting acknowledgement at once."`
 	PublishAckTimeout  time.Duration `env:"BRIDGE_PUBLISH_ACK_TIMEOUT, default=5s" help:"How long to wait for a JetStream acknowledgement before retrying a publish."`
+	PublishLinger      time.Duration `env:"BRIDGE_PUBLISH_LINGER, default=20ms" help:"After an idle spell, how long the first change waits for others to be encoded and published with it (as a Kafka producer's linger.ms): each event may be up to this much later, and a trickle of changes costs less CPU. A busy bridge never waits; a second change of an object that waits ends the linger instead of merging with it. 0: every change is taken at once."`
 	PublishMaxBackoff  time.Duration `env:"BRIDGE_PUBLISH_MAX_BACKOFF, default=5s" help:"Longest wait between retries of a failed publish (retries start at 100ms and double)."`
 	ShutdownTimeout    time.Duration `env:"BRIDGE_SHUTDOWN_TIMEOUT, default=20s" help:"On SIGTERM/SIGINT, how long to wait for queued events to be acknowledged before exiting."`
 	StripManagedFields bool          `env:"BRIDGE_STRIP_MANAGED_FIELDS, default=true" help:"Remove metadata.managedFields before objects are cached and published."`
@@ -182,8 +183,8 @@ func (c *Config) validate(lookup envconfig.Lookuper) []string {
 	if !prefixRE.MatchString(c.SubjectPrefix) {
 		add("BRIDGE_SUBJECT_PREFIX=%q: must be dot-separated tokens of letters, digits, '-' and '_' (no wildcards)", c.SubjectPrefix)
 	}
-	nonNegative := map[string]time.Duration{"BRIDGE_RESYNC_PERIOD": c.ResyncPeriod, "BRIDGE_STREAM_MAX_AGE": c.StreamMaxAge, "BRIDGE_SHARD_SELECTOR_REFRESH": c.ShardSelectorRefresh}
-	for _, k := range []string{"BRIDGE_RESYNC_PERIOD", "BRIDGE_STREAM_MAX_AGE", "BRIDGE_SHARD_SELECTOR_REFRESH"} {
+	nonNegative := map[string]time.Duration{"BRIDGE_RESYNC_PERIOD": c.ResyncPeriod, "BRIDGE_STREAM_MAX_AGE": c.StreamMaxAge, "BRIDGE_SHARD_SELECTOR_REFRESH": c.ShardSelectorRefresh, "BRIDGE_PUBLISH_LINGER": c.PublishLinger}
+	for _, k := range []string{"BRIDGE_RESYNC_PERIOD", "BRIDGE_STREAM_MAX_AGE", "BRIDGE_SHARD_SELECTOR_REFRESH", "BRIDGE_PUBLISH_LINGER"} {
 		if nonNegative[k] < 0 {
 			add("%s=%v: must not be negative", k, nonNegative[k])
 		}

@@ -232,6 +232,7 @@ func TestLoadProblems(t *testing.T) {
 		{"negative resync period", env("BRIDGE_RESYNC_PERIOD", "-1s"), []want{p("BRIDGE_RESYNC_PERIOD", "-1s", "must not be negative")}},
 		{"negative max age", env("BRIDGE_STREAM_MAX_AGE", "-1h"), []want{p("BRIDGE_STREAM_MAX_AGE", "-1h", "must not be negative")}},
 		{"negative shard selector refresh", env("BRIDGE_SHARD_SELECTOR_REFRESH", "-1m"), []want{p("BRIDGE_SHARD_SELECTOR_REFRESH", "-1m", "must not be negative")}},
+		{"negative publish linger", env("BRIDGE_PUBLISH_LINGER", "-5ms"), []want{p("BRIDGE_PUBLISH_LINGER", "-5ms", "must not be negative")}},
 		{"negative ack timeout", env("BRIDGE_PUBLISH_ACK_TIMEOUT", "-1s"), []want{p("BRIDGE_PUBLISH_ACK_TIMEOUT", "must be positive")}},
 		{"zero ack timeout", env("BRIDGE_PUBLISH_ACK_TIMEOUT", "0s"), []want{p("BRIDGE_PUBLISH_ACK_TIMEOUT", "must be positive")}},
 		{"negative max backoff", env("BRIDGE_PUBLISH_MAX_BACKOFF", "-1s"), []want{p("BRIDGE_PUBLISH_MAX_BACKOFF", "must be positive")}},

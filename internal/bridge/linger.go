@@ -1,0 +1,71 @@
+package bridge
+
+import (
+	"context"
+	"time"
+)
+
+// lingering is the run loop's wait for more changes after an idle spell
+// (BRIDGE_PUBLISH_LINGER). At a steady trickle every change would otherwise
+// cross each stage behind the intake alone, waking every goroutine on the
+// way (the encoder, the publisher, nats.go's flusher and its acks) once per
+// change; taken together, they wake once for all of them.
+type lingering struct {
+	// on is set while the run loop lingers; guarded by intake.mu.
+	on bool
+	// cut ends a linger early (see cutsLinger).
+	cut chan struct{}
+	// after is time.After; tests replace it to end a linger when they
+	// choose.
+	after func(time.Duration) <-chan time.Time
+}
+
+func newLingering() lingering {
+	return lingering{cut: make(chan struct{}, 1), after: time.After}
+}
+
+// lingerFor waits d, or until a change cuts it short. It reports false if
+// ctx ended first.
+func (in *intake) lingerFor(ctx context.Context, d time.Duration) bool {
+	in.mu.Lock()
+	in.lingering.on = true
+	// A cut left from an earlier linger is not this one's.
+	select {
+	case <-in.lingering.cut:
+	default:
+	}
+	in.mu.Unlock()
+	defer func() {
+		in.mu.Lock()
+		in.lingering.on = false
+		in.mu.Unlock()
+	}()
+	select {
+	case <-in.lingering.after(d):
+	case <-in.lingering.cut:
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+// cutsLinger reports whether p, a change of st's object, is to wait apart
+// from the change of the same uid already waiting, and ends the linger if
+// so. Changes merge only when publishing is behind (the contract's
+// coalescing); while the run loop lingers it is not behind, it is waiting
+// for company. So such a change is queued behind the waiting one and the
+// linger ends, which hands the first one on: the second then waits for it
+// as it would have without a linger. An object in flight is left to merge
+// as always. Call it with mu held.
+func (in *intake) cutsLinger(st *objectState, p pending) bool {
+	n := len(st.queue)
+	if !in.lingering.on || st.busy || n == 0 || st.queue[n-1].uid != p.uid {
+		return false
+	}
+	in.lingering.on = false
+	select {
+	case in.lingering.cut <- struct{}{}:
+	default:
+	}
+	return true
+}

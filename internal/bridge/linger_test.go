@@ -1,0 +1,169 @@
+package bridge
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kubebridge/kubebridge/pkg/informers"
+)
+
+// lingerClock hands the intake's linger waits to the test: each call of
+// after is reported on asked, and ends when the test sends on fire.
+type lingerClock struct {
+	asked chan time.Duration
+	fire  chan time.Time
+}
+
+func newLingerClock(in *intake) *lingerClock {
+	c := &lingerClock{asked: make(chan time.Duration, 1), fire: make(chan time.Time)}
+	in.lingering.after = func(d time.Duration) <-chan time.Time {
+		c.asked <- d
+		return c.fire
+	}
+	return c
+}
+
+// lingered waits until the intake lingers, and returns how long for.
+func (c *lingerClock) lingered(t *testing.T) time.Duration {
+	t.Helper()
+	select {
+	case d := <-c.asked:
+		return d
+	case <-time.After(10 * time.Second):
+		t.Fatal("next did not linger after its wake-up")
+		return 0
+	}
+}
+
+type nextResult struct {
+	w  work
+	ok bool
+}
+
+func nextAsync(ctx context.Context, in *intake, linger time.Duration) <-chan nextResult {
+	out := make(chan nextResult, 1)
+	go func() {
+		w, ok := in.next(ctx, true, linger)
+		out <- nextResult{w, ok}
+	}()
+	return out
+}
+
+// After an idle spell the run loop waits out the linger before it takes
+// anything, so the changes that arrive meanwhile go on together; with work
+// waiting it takes at once.
+func TestIntakeLingersAfterAnIdleSpell(t *testing.T) {
+	in, _ := newTestIntake()
+	clock := newLingerClock(in)
+	// A wake-up with nothing to take yet: next has waited, as after an
+	// idle spell, whenever its goroutine gets to run.
+	in.signal()
+	got := nextAsync(context.Background(), in, 5*time.Millisecond)
+	if d := clock.lingered(t); d != 5*time.Millisecond {
+		t.Fatalf("lingered %v, want 5ms", d)
+	}
+	in.Add(live(informers.Added, intakeCM("a", "ua", "1"), nil))
+	in.Add(live(informers.Added, intakeCM("b", "ub", "1"), nil))
+	select {
+	case r := <-got:
+		t.Fatalf("next handed on %s before the linger ended", r.w.ref.key)
+	default:
+	}
+	clock.fire <- time.Time{}
+
+	var first nextResult
+	select {
+	case first = <-got:
+	case d := <-clock.asked:
+		t.Fatalf("lingered %v again although a change waited", d)
+	}
+	if !first.ok || first.w.ref.key != "ns/a" {
+		t.Fatalf("first after the linger: %+v, want ns/a", first)
+	}
+	// b came during the linger: it is taken without another one.
+	second := nextAsync(context.Background(), in, 5*time.Millisecond)
+	select {
+	case r := <-second:
+		if !r.ok || r.w.ref.key != "ns/b" {
+			t.Fatalf("second: %+v, want ns/b", r)
+		}
+	case d := <-clock.asked:
+		t.Fatalf("lingered %v again although a change waited", d)
+	}
+}
+
+// A linger ends with ctx, handing nothing on.
+func TestIntakeLingerEndsWithContext(t *testing.T) {
+	in, _ := newTestIntake()
+	clock := newLingerClock(in)
+	ctx, cancel := context.WithCancel(context.Background())
+	in.signal()
+	got := nextAsync(ctx, in, time.Hour)
+	clock.lingered(t)
+	in.Add(live(informers.Added, intakeCM("a", "ua", "1"), nil))
+	cancel()
+	select {
+	case r := <-got:
+		if r.ok {
+			t.Fatalf("next handed on %s after ctx ended during the linger", r.w.ref.key)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the linger did not end with ctx")
+	}
+}
+
+// Without a linger nothing waits for a timer.
+func TestIntakeWithoutLinger(t *testing.T) {
+	in, _ := newTestIntake()
+	in.lingering.after = func(d time.Duration) <-chan time.Time {
+		t.Errorf("lingered %v with no linger set", d)
+		return time.After(0)
+	}
+	in.signal()
+	got := nextAsync(context.Background(), in, 0)
+	in.Add(live(informers.Added, intakeCM("a", "ua", "1"), nil))
+	if r := <-got; !r.ok || r.w.ref.key != "ns/a" {
+		t.Fatalf("got %+v, want ns/a", r)
+	}
+}
+
+// A change that would merge with one waiting during a linger ends the
+// linger and waits behind it instead: a linger does not merge changes that
+// publishing, not being behind, would have sent one by one.
+func TestIntakeLingerKeepsChangesApart(t *testing.T) {
+	in, counts := newTestIntake()
+	clock := newLingerClock(in)
+	in.signal()
+	got := nextAsync(context.Background(), in, time.Hour)
+	clock.lingered(t)
+	in.Add(live(informers.Added, intakeCM("a", "ua", "1"), nil))
+	in.Add(live(informers.Updated, intakeCM("a", "ua", "2"), intakeCM("a", "ua", "1")))
+
+	var first nextResult
+	select {
+	case first = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second change of a did not end the linger")
+	}
+	if !first.ok || first.w.c.Verb != informers.Added || resourceVersionOf(first.w.c.Object) != "1" || first.w.c.Coalesced != 0 {
+		t.Fatalf("first: %s rv %s coalesced %d, want the add of rv 1 alone", first.w.c.Verb, resourceVersionOf(first.w.c.Object), first.w.c.Coalesced)
+	}
+	in.done(first.w.ref)
+	second, ok := in.next(context.Background(), true, 0)
+	if !ok || second.c.Verb != informers.Updated || resourceVersionOf(second.c.Object) != "2" {
+		t.Fatalf("second: %s rv %s, want the update to rv 2", second.c.Verb, resourceVersionOf(second.c.Object))
+	}
+	if counts[configMaps] != 0 {
+		t.Errorf("%d changes coalesced during a linger", counts[configMaps])
+	}
+
+	// Without a linger the same two changes, waiting, merge as always.
+	in.done(second.ref)
+	in.Add(live(informers.Added, intakeCM("b", "ub", "1"), nil))
+	in.Add(live(informers.Updated, intakeCM("b", "ub", "2"), intakeCM("b", "ub", "1")))
+	merged, _ := in.next(context.Background(), true, 0)
+	if merged.c.Verb != informers.Added || resourceVersionOf(merged.c.Object) != "2" || counts[configMaps] != 1 {
+		t.Errorf("without a linger: %s rv %s, %d coalesced; want one add of rv 2, 1 coalesced", merged.c.Verb, resourceVersionOf(merged.c.Object), counts[configMaps])
+	}
+}
