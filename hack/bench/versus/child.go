@@ -263,7 +263,7 @@ func child(args []string) error {
 		r.HeapInuse, r.HeapAlloc, r.HeapSys, r.Sys, r.NumGC = ms.HeapInuse, ms.HeapAlloc, ms.HeapSys, ms.Sys, ms.NumGC
 		pk.fill(&r)
 		if u := pk.metricsURL.Load(); u != nil {
-			r.SnapshotSecs = scrapeSnapshotSeconds(*u)
+			r.SnapshotSecs, r.LagSumSecs, r.LagCount = scrapeTotals(*u)
 		}
 		debug.FreeOSMemory()
 		r.FreedRSS, _ = procStatus()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kubebridge/kubebridge/internal/shard"
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -25,6 +26,9 @@ type mode struct {
 	gogc string
 	// procs, if set, is the child's GOMAXPROCS (mode+procs=N).
 	procs string
+	// linger, if set, is a bridge mode's BRIDGE_PUBLISH_LINGER
+	// (mode+linger=D).
+	linger string
 	// shard is the part of the objects of typed-shard and bridge-shard
 	// (mode@i/N).
 	shard shard.Shard
@@ -60,6 +64,9 @@ func (m mode) id() string {
 	if m.procs != "" {
 		id += "+procs=" + m.procs
 	}
+	if m.linger != "" {
+		id += "+linger=" + m.linger
+	}
 	return id
 }
 
@@ -82,14 +89,21 @@ func selectModes(only string) ([]mode, error) {
 	}
 	var out []mode
 	for _, name := range strings.Split(only, ",") {
-		// mode[@budget|@i/N][+nogzip][+gogc=N][+procs=N], the suffixes
-		// in any order.
+		// mode[@budget|@i/N][+nogzip][+gogc=N][+procs=N][+linger=D],
+		// the suffixes in any order.
 		suffixes := strings.Split(strings.TrimSpace(name), "+")
 		name = suffixes[0]
 		var noGzip bool
-		var gogc, procs string
+		var gogc, procs, linger string
 		for _, suf := range suffixes[1:] {
 			key, val, _ := strings.Cut(suf, "=")
+			if key == "linger" {
+				if _, err := time.ParseDuration(val); err != nil {
+					return nil, fmt.Errorf("mode %q: +linger= wants a duration: %w", name, err)
+				}
+				linger = val
+				continue
+			}
 			if _, err := strconv.Atoi(val); key != "nogzip" && err != nil {
 				return nil, fmt.Errorf("mode %q: +%s= wants a number", name, key)
 			}
@@ -101,7 +115,7 @@ func selectModes(only string) ([]mode, error) {
 			case "procs":
 				procs = val
 			default:
-				return nil, fmt.Errorf("mode %q: unknown suffix +%s (known: +nogzip, +gogc=N, +procs=N)", name, key)
+				return nil, fmt.Errorf("mode %q: unknown suffix +%s (known: +nogzip, +gogc=N, +procs=N, +linger=D)", name, key)
 			}
 		}
 		// After "@": a shard mode's shard, a bridge mode's publish buffer.
@@ -134,6 +148,13 @@ func selectModes(only string) ([]mode, error) {
 				if procs != "" {
 					m.procs = procs
 					m.label += ", GOMAXPROCS=" + procs
+				}
+				if linger != "" {
+					if !m.isBridge() {
+						return nil, fmt.Errorf("mode %q: only bridge modes take +linger", name)
+					}
+					m.linger = linger
+					m.label += ", linger " + linger
 				}
 				out = append(out, m)
 				found = true

@@ -115,17 +115,21 @@ func (p *peaks) fill(r *result) {
 	r.MaxHeapAlloc, r.MaxHeapInuse, r.MaxLiveHeap, r.MaxPending, r.MaxBufferBytes = p.heapAlloc, p.heapInuse, p.liveHeap, p.pending, p.bufferedBytes
 }
 
-// scrapeSnapshotSeconds reads the total of the bridge's snapshot
-// durations from its /metrics: at the ready measurement, the start-up
-// snapshot's. 0 if it cannot.
-func scrapeSnapshotSeconds(url string) float64 {
-	var total float64
+// scrapeTotals reads from the bridge's /metrics the total of its snapshot
+// durations (at the ready measurement, the start-up snapshot's) and the
+// sum and count of its events' lags. Zeros if it cannot.
+func scrapeTotals(url string) (snapshot, lagSum, lagCount float64) {
 	scrapeMetrics(&http.Client{Timeout: 5 * time.Second}, url, func(name string, v float64) {
-		if strings.HasPrefix(name, "kubebridge_snapshot_duration_seconds_sum") {
-			total += v
+		switch {
+		case strings.HasPrefix(name, "kubebridge_snapshot_duration_seconds_sum"):
+			snapshot += v
+		case strings.HasPrefix(name, "kubebridge_event_lag_seconds_sum"):
+			lagSum += v
+		case strings.HasPrefix(name, "kubebridge_event_lag_seconds_count"):
+			lagCount += v
 		}
 	})
-	return total
+	return
 }
 
 // scrapeGauges reads kubebridge_pending_objects and

@@ -165,12 +165,12 @@ func floorOf(runs []run, rn run) *run {
 
 // printVersus prints each mode against its floor, the bare typed informer
 // run in the same invocation: CPU per 1,000 events of the churn, RSS after
-// start (after a collection, once ready), peak RSS over the whole life, and
-// the bridge's start-up snapshot.
+// start (after a collection, once ready), peak RSS over the whole life, the
+// bridge's start-up snapshot and its events' mean lag over the churn.
 func printVersus(w io.Writer, b *bench, runs []run) {
 	fmt.Fprintf(w, "\nAgainst the floor (the typed informer with the same gzip and GOMAXPROCS settings), %d objects, churn of %s:\n\n", b.objects, b.churn.mix)
-	fmt.Fprintln(w, "| mode | CPU ms per 1,000 events | ÷ floor | RSS after start MiB | ÷ floor | peak RSS MiB | ÷ floor | start-up snapshot s |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| mode | CPU ms per 1,000 events | ÷ floor | RSS after start MiB | ÷ floor | peak RSS MiB | ÷ floor | start-up snapshot s | mean event lag over the churn ms |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|")
 	ratio := func(v, floor float64) string {
 		if floor <= 0 {
 			return "–"
@@ -190,8 +190,12 @@ func printVersus(w io.Writer, b *bench, runs []run) {
 		if rn.ready.SnapshotSecs > 0 {
 			snapshot = strconv.FormatFloat(rn.ready.SnapshotSecs, 'f', 2, 64)
 		}
-		fmt.Fprintf(w, "| %s | %.1f | %s | %.1f | %s | %.1f | %s | %s |\n",
-			rn.m.label, cpu, ratio(cpu, fCPU), rss/1024, ratio(rss, fRSS), peak/1024, ratio(peak, fPeak), snapshot)
+		lag := "–"
+		if n := rn.churn.LagCount - rn.ready.LagCount; n > 0 {
+			lag = strconv.FormatFloat((rn.churn.LagSumSecs-rn.ready.LagSumSecs)/n*1000, 'f', 1, 64)
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %s | %.1f | %s | %.1f | %s | %s | %s |\n",
+			rn.m.label, cpu, ratio(cpu, fCPU), rss/1024, ratio(rss, fRSS), peak/1024, ratio(peak, fPeak), snapshot, lag)
 	}
 }
 

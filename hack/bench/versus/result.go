@@ -21,10 +21,15 @@ type result struct {
 	// end marker's acknowledgement (kubebridge_snapshot_duration_seconds);
 	// 0 for an informer.
 	SnapshotSecs float64 `json:"snapshotSeconds"`
-	GoVersion    string  `json:"goVersion"`
-	GOMAXPROCS   int     `json:"gomaxprocs"`
-	GOGC         string  `json:"gogc"`
-	GOMEMLIMIT   string  `json:"gomemlimit"`
+	// LagSumSecs and LagCount are the bridge's kubebridge_event_lag_seconds
+	// sum and count over every resource: from a change observed to its
+	// acknowledgement. 0 for an informer.
+	LagSumSecs float64 `json:"eventLagSumSeconds"`
+	LagCount   float64 `json:"eventLagCount"`
+	GoVersion  string  `json:"goVersion"`
+	GOMAXPROCS int     `json:"gomaxprocs"`
+	GOGC       string  `json:"gogc"`
+	GOMEMLIMIT string  `json:"gomemlimit"`
 	// Sampled every 200ms since the child started, so they can miss a
 	// short peak; VmHWM cannot.
 	MaxHeapAlloc uint64 `json:"maxHeapAlloc"`

@@ -66,6 +66,9 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 	if m.procs != "" {
 		cmd.Env = append(cmd.Env, "GOMAXPROCS="+m.procs)
 	}
+	if m.linger != "" {
+		cmd.Env = append(cmd.Env, "BRIDGE_PUBLISH_LINGER="+m.linger)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return out, err
