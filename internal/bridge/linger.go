@@ -55,11 +55,12 @@ func (in *intake) lingerFor(ctx context.Context, d time.Duration) bool {
 // coalescing); while the run loop lingers it is not behind, it is waiting
 // for company. So such a change is queued behind the waiting one and the
 // linger ends, which hands the first one on: the second then waits for it
-// as it would have without a linger. An object in flight is left to merge
-// as always. Call it with mu held.
+// as it would have without a linger. Only an object ready to be taken
+// counts: one in flight, or of a type held back, merges as always, so that
+// no object's queue grows with the number of lingers. Call it with mu held.
 func (in *intake) cutsLinger(st *objectState, p pending) bool {
 	n := len(st.queue)
-	if !in.lingering.on || st.busy || n == 0 || st.queue[n-1].uid != p.uid {
+	if !in.lingering.on || !st.ready || n == 0 || st.queue[n-1].uid != p.uid {
 		return false
 	}
 	in.lingering.on = false

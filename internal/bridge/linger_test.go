@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ type lingerClock struct {
 }
 
 func newLingerClock(in *intake) *lingerClock {
-	c := &lingerClock{asked: make(chan time.Duration, 1), fire: make(chan time.Time)}
+	c := &lingerClock{asked: make(chan time.Duration, 16), fire: make(chan time.Time, 16)}
 	in.lingering.after = func(d time.Duration) <-chan time.Time {
 		c.asked <- d
 		return c.fire
@@ -165,5 +166,31 @@ func TestIntakeLingerKeepsChangesApart(t *testing.T) {
 	merged, _ := in.next(context.Background(), true, 0)
 	if merged.c.Verb != informers.Added || resourceVersionOf(merged.c.Object) != "2" || counts[configMaps] != 1 {
 		t.Errorf("without a linger: %s rv %s, %d coalesced; want one add of rv 2, 1 coalesced", merged.c.Verb, resourceVersionOf(merged.c.Object), counts[configMaps])
+	}
+}
+
+// Changes of a type held back merge during a linger as at any time: they
+// cannot be taken, so keeping them apart would grow the object's queue by
+// one per linger for as long as the hold lasts.
+func TestIntakeLingerLeavesHeldChangesMerging(t *testing.T) {
+	in, counts := newTestIntake()
+	clock := newLingerClock(in)
+	in.hold(configMaps)
+	in.signal()
+	got := nextAsync(context.Background(), in, time.Hour)
+	clock.lingered(t)
+	for rv := 1; rv <= 3; rv++ {
+		in.Add(live(informers.Updated, intakeCM("a", "ua", fmt.Sprint(rv+1)), intakeCM("a", "ua", fmt.Sprint(rv))))
+	}
+	in.mu.Lock()
+	queued := len(in.objects[objectRef{res: configMaps, key: "ns/a"}].queue)
+	in.mu.Unlock()
+	if queued != 1 || counts[configMaps] != 2 {
+		t.Errorf("a held object has %d changes waiting, %d coalesced; want 1 and 2", queued, counts[configMaps])
+	}
+	clock.fire <- time.Time{}
+	in.release(configMaps, nil)
+	if r := <-got; !r.ok || r.w.c.Coalesced != 3 {
+		t.Errorf("after the release: %+v, want one update standing for 3 changes", r)
 	}
 }
