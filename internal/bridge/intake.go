@@ -163,7 +163,10 @@ func (in *intake) settle(ref objectRef, st *objectState) {
 // ends. With snapshots false (shutting down) it hands on live changes only,
 // and reports false once nothing waits and nothing is in flight.
 //
-// When it had to wait, it lingers after the wake-up (see lingerFor).
+// When it had to wait, and the wait was shorter than a quarter of linger
+// (changes come often enough that lingering gathers several), it lingers
+// after the wake-up (see lingerFor). A change after a longer quiet spell is
+// taken at once.
 func (in *intake) next(ctx context.Context, snapshots bool, linger time.Duration) (work, bool) {
 	for {
 		in.mu.Lock()
@@ -176,12 +179,13 @@ func (in *intake) next(ctx context.Context, snapshots bool, linger time.Duration
 		if drained {
 			return work{}, false
 		}
+		idleSince := in.now()
 		select {
 		case <-in.wake:
 		case <-ctx.Done():
 			return work{}, false
 		}
-		if linger > 0 && !in.lingerFor(ctx, linger) {
+		if linger > 0 && in.now().Sub(idleSince) < linger/4 && !in.lingerFor(ctx, linger) {
 			return work{}, false
 		}
 	}

@@ -5,11 +5,13 @@ import (
 	"time"
 )
 
-// lingering is the run loop's wait for more changes after an idle spell
-// (BRIDGE_PUBLISH_LINGER). At a steady trickle every change would otherwise
-// cross each stage behind the intake alone, waking every goroutine on the
-// way (the encoder, the publisher, nats.go's flusher and its acks) once per
-// change; taken together, they wake once for all of them.
+// lingering is the run loop's wait for more changes after a wait shorter
+// than a quarter of the linger (BRIDGE_PUBLISH_LINGER). At a steady trickle every change
+// would otherwise cross each stage behind the intake alone, waking every
+// goroutine on the way (the encoder, the publisher, nats.go's flusher and
+// its acks) once per change; taken together, they wake once for all of
+// them. A change after a longer quiet spell would gather little company, so
+// it is taken at once.
 type lingering struct {
 	// on is set while the run loop lingers; guarded by intake.mu.
 	on bool

@@ -51,14 +51,14 @@ func nextAsync(ctx context.Context, in *intake, linger time.Duration) <-chan nex
 	return out
 }
 
-// After an idle spell the run loop waits out the linger before it takes
-// anything, so the changes that arrive meanwhile go on together; with work
-// waiting it takes at once.
-func TestIntakeLingersAfterAnIdleSpell(t *testing.T) {
+// Woken after a short wait, the run loop waits out the linger before it
+// takes anything, so the changes that arrive meanwhile go on together; with
+// work waiting it takes at once.
+func TestIntakeLingersAfterAShortWait(t *testing.T) {
 	in, _ := newTestIntake()
 	clock := newLingerClock(in)
-	// A wake-up with nothing to take yet: next has waited, as after an
-	// idle spell, whenever its goroutine gets to run.
+	// A wake-up with nothing to take yet: next has waited (no time at
+	// all, by the test's clock), whenever its goroutine gets to run.
 	in.signal()
 	got := nextAsync(context.Background(), in, 5*time.Millisecond)
 	if d := clock.lingered(t); d != 5*time.Millisecond {
@@ -192,5 +192,32 @@ func TestIntakeLingerLeavesHeldChangesMerging(t *testing.T) {
 	in.release(configMaps, nil)
 	if r := <-got; !r.ok || r.w.c.Coalesced != 3 {
 		t.Errorf("after the release: %+v, want one update standing for 3 changes", r)
+	}
+}
+
+// A change after a quiet spell longer than the linger is taken at once:
+// lingering would gather nothing and only delay it.
+func TestIntakeTakesAtOnceAfterAQuietSpell(t *testing.T) {
+	in, _ := newTestIntake()
+	in.lingering.after = func(d time.Duration) <-chan time.Time {
+		t.Errorf("lingered %v after a quiet spell longer than the linger", d)
+		return time.After(0)
+	}
+	// Every reading of the clock is an hour after the one before: every
+	// wait of the run loop lasts an hour. The first reading is taken just
+	// before it waits.
+	waiting := make(chan struct{})
+	var readings int64
+	in.now = func() time.Time {
+		if readings++; readings == 1 {
+			close(waiting)
+		}
+		return time.Unix(readings*3600, 0)
+	}
+	got := nextAsync(context.Background(), in, 20*time.Millisecond)
+	<-waiting
+	in.Add(live(informers.Added, intakeCM("a", "ua", "1"), nil))
+	if r := <-got; !r.ok || r.w.ref.key != "ns/a" {
+		t.Fatalf("got %+v, want ns/a", r)
 	}
 }
