@@ -127,6 +127,7 @@ func (in *intake) Add(c informers.Change) {
 	in.mu.Lock()
 	st := in.state(ref)
 	p := pending{c: c, uid: uidOf(c.Object), since: c.ObservedAt}
+	in.lingering.arrived(in.now())
 	if in.cutsLinger(st, p) {
 		in.push(st, p)
 	} else if n := in.merge(st, p); n > 0 {
@@ -163,10 +164,9 @@ func (in *intake) settle(ref objectRef, st *objectState) {
 // ends. With snapshots false (shutting down) it hands on live changes only,
 // and reports false once nothing waits and nothing is in flight.
 //
-// When it had to wait, and the wait was shorter than a quarter of linger
-// (changes come often enough that lingering gathers several), it lingers
-// after the wake-up (see lingerFor). A change after a longer quiet spell is
-// taken at once.
+// When it had to wait, and changes come often enough that lingering
+// gathers several (see changesComeOften), it lingers after the wake-up (see
+// lingerFor).
 func (in *intake) next(ctx context.Context, snapshots bool, linger time.Duration) (work, bool) {
 	for {
 		in.mu.Lock()
@@ -179,13 +179,12 @@ func (in *intake) next(ctx context.Context, snapshots bool, linger time.Duration
 		if drained {
 			return work{}, false
 		}
-		idleSince := in.now()
 		select {
 		case <-in.wake:
 		case <-ctx.Done():
 			return work{}, false
 		}
-		if linger > 0 && in.now().Sub(idleSince) < linger/4 && !in.lingerFor(ctx, linger) {
+		if linger > 0 && in.changesComeOften(linger) && !in.lingerFor(ctx, linger) {
 			return work{}, false
 		}
 	}

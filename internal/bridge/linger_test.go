@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,12 +52,21 @@ func nextAsync(ctx context.Context, in *intake, linger time.Duration) <-chan nex
 	return out
 }
 
-// Woken after a short wait, the run loop waits out the linger before it
-// takes anything, so the changes that arrive meanwhile go on together; with
-// work waiting it takes at once.
-func TestIntakeLingersAfterAShortWait(t *testing.T) {
+// comeOften makes the intake see changes come often: two of them, no time
+// apart by its clock, both taken and settled.
+func comeOften(in *intake) {
+	in.Add(live(informers.Added, intakeCM("early-1", "ue1", "1"), nil))
+	in.Add(live(informers.Added, intakeCM("early-2", "ue2", "1"), nil))
+	drain(in)
+}
+
+// Woken while changes come often, the run loop waits out the linger before
+// it takes anything, so the changes that arrive meanwhile go on together;
+// with work waiting it takes at once.
+func TestIntakeLingersWhileChangesComeOften(t *testing.T) {
 	in, _ := newTestIntake()
 	clock := newLingerClock(in)
+	comeOften(in)
 	// A wake-up with nothing to take yet: next has waited (no time at
 	// all, by the test's clock), whenever its goroutine gets to run.
 	in.signal()
@@ -98,6 +108,7 @@ func TestIntakeLingersAfterAShortWait(t *testing.T) {
 func TestIntakeLingerEndsWithContext(t *testing.T) {
 	in, _ := newTestIntake()
 	clock := newLingerClock(in)
+	comeOften(in)
 	ctx, cancel := context.WithCancel(context.Background())
 	in.signal()
 	got := nextAsync(ctx, in, time.Hour)
@@ -135,6 +146,7 @@ func TestIntakeWithoutLinger(t *testing.T) {
 func TestIntakeLingerKeepsChangesApart(t *testing.T) {
 	in, counts := newTestIntake()
 	clock := newLingerClock(in)
+	comeOften(in)
 	in.signal()
 	got := nextAsync(context.Background(), in, time.Hour)
 	clock.lingered(t)
@@ -175,6 +187,7 @@ func TestIntakeLingerKeepsChangesApart(t *testing.T) {
 func TestIntakeLingerLeavesHeldChangesMerging(t *testing.T) {
 	in, counts := newTestIntake()
 	clock := newLingerClock(in)
+	comeOften(in)
 	in.hold(configMaps)
 	in.signal()
 	got := nextAsync(context.Background(), in, time.Hour)
@@ -195,29 +208,78 @@ func TestIntakeLingerLeavesHeldChangesMerging(t *testing.T) {
 	}
 }
 
-// A change after a quiet spell longer than the linger is taken at once:
-// lingering would gather nothing and only delay it.
-func TestIntakeTakesAtOnceAfterAQuietSpell(t *testing.T) {
-	in, _ := newTestIntake()
-	in.lingering.after = func(d time.Duration) <-chan time.Time {
-		t.Errorf("lingered %v after a quiet spell longer than the linger", d)
-		return time.After(0)
+// The run loop lingers only while changes come at least lingerCompany
+// times per linger, judged from the gaps between the latest ones: changes
+// that come less often, or the first after a quiet spell, would gather
+// little company and are taken at once.
+func TestIntakeLingersOnlyWhileChangesComeOften(t *testing.T) {
+	const linger = 20 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		gaps []time.Duration // between the changes before the wake-up
+		gap  time.Duration   // before the change that follows it
+		want bool
+	}{
+		{"a change every millisecond", repeat(time.Millisecond, 8), time.Millisecond, true},
+		{"a change every 4ms", repeat(4*time.Millisecond, 8), 4 * time.Millisecond, true},
+		{"a change every 6ms", repeat(6*time.Millisecond, 8), 6 * time.Millisecond, false},
+		{"a change every 10ms", repeat(10*time.Millisecond, 8), 10 * time.Millisecond, false},
+		{"pairs 20ms apart", pairs(20*time.Millisecond, 8), 20 * time.Millisecond, false},
+		{"the first after a quiet hour", append(repeat(time.Millisecond, 8), time.Hour), time.Millisecond, false},
+		{"the third change ever", []time.Duration{time.Millisecond}, time.Millisecond, true},
+		{"the first change ever", nil, -1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, _ := newTestIntake()
+			now := time.Unix(0, 0)
+			in.now = func() time.Time { return now }
+			var lingers atomic.Int32
+			in.lingering.after = func(time.Duration) <-chan time.Time {
+				lingers.Add(1)
+				return time.After(0)
+			}
+			if tc.gap >= 0 {
+				in.Add(live(informers.Added, intakeCM("c0", "u0", "1"), nil))
+			}
+			for i, gap := range tc.gaps {
+				now = now.Add(gap)
+				in.Add(live(informers.Added, intakeCM(fmt.Sprint("c", i+1), fmt.Sprint("u", i+1), "1"), nil))
+			}
+			drain(in)
+
+			// A wake-up with nothing to take: the run loop decides there
+			// whether to linger. The change comes once it has taken the
+			// wake-up, so either way it is what next hands on.
+			in.signal()
+			got := nextAsync(context.Background(), in, linger)
+			for len(in.wake) > 0 {
+				time.Sleep(time.Millisecond)
+			}
+			now = now.Add(max(tc.gap, 0))
+			in.Add(live(informers.Added, intakeCM("a", "ua", "1"), nil))
+			if r := <-got; !r.ok || r.w.ref.key != "ns/a" {
+				t.Fatalf("got %+v, want ns/a", r)
+			}
+			if n := lingers.Load(); (n > 0) != tc.want {
+				t.Errorf("lingered %d times, want lingering %v", n, tc.want)
+			}
+		})
 	}
-	// Every reading of the clock is an hour after the one before: every
-	// wait of the run loop lasts an hour. The first reading is taken just
-	// before it waits.
-	waiting := make(chan struct{})
-	var readings int64
-	in.now = func() time.Time {
-		if readings++; readings == 1 {
-			close(waiting)
-		}
-		return time.Unix(readings*3600, 0)
+}
+
+// pairs is n pairs of changes, the pairs d apart.
+func pairs(d time.Duration, n int) []time.Duration {
+	var out []time.Duration
+	for range n {
+		out = append(out, 0, d)
 	}
-	got := nextAsync(context.Background(), in, 20*time.Millisecond)
-	<-waiting
-	in.Add(live(informers.Added, intakeCM("a", "ua", "1"), nil))
-	if r := <-got; !r.ok || r.w.ref.key != "ns/a" {
-		t.Fatalf("got %+v, want ns/a", r)
+	return out
+}
+
+func repeat(d time.Duration, n int) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = d
 	}
+	return out
 }
