@@ -35,10 +35,18 @@ func KubeFromConfig(cfg *config.Config, userAgent string) (Kube, *rest.Config, e
 	if err != nil {
 		return Kube{}, nil, fmt.Errorf("kubernetes client config: %w", err)
 	}
-	rc.QPS, rc.Burst = cfg.KubeQPS, cfg.KubeBurst
 	rc.UserAgent = userAgent
+	ApplyKubeSettings(rc, cfg)
 	k, err := KubeFromREST(rc)
 	return k, rc, err
+}
+
+// ApplyKubeSettings sets what cfg says of the API server's client on rc:
+// its rate limits, and compression (off unless BRIDGE_KUBE_COMPRESSION,
+// and never on where the kubeconfig turned it off).
+func ApplyKubeSettings(rc *rest.Config, cfg *config.Config) {
+	rc.QPS, rc.Burst = cfg.KubeQPS, cfg.KubeBurst
+	rc.DisableCompression = rc.DisableCompression || !cfg.KubeCompression
 }
 
 // KubeFromREST builds the clients for rc.

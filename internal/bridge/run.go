@@ -22,7 +22,7 @@ func Main(ctx context.Context, cfg *config.Config, version string) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("Kubernetes API server", "host", rc.Host, "qps", rc.QPS, "burst", rc.Burst)
+	logger.Info("Kubernetes API server", "host", rc.Host, "qps", rc.QPS, "burst", rc.Burst, "gzip", !rc.DisableCompression)
 
 	// The endpoints come up before NATS is reached, so probes see a live
 	// process that is not ready yet instead of a refused connection.

@@ -45,6 +45,10 @@ type Config struct {
 	KubeContext string  `env:"BRIDGE_KUBE_CONTEXT" help:"Kubeconfig context to use instead of the current one. Kubernetes access: in-cluster config when running in a pod without KUBECONFIG, else KUBECONFIG or ~/.kube/config, as kubectl."`
 	KubeQPS     float32 `env:"BRIDGE_KUBE_QPS, default=50" help:"Client-side rate limit for API requests (queries per second)."`
 	KubeBurst   int     `env:"BRIDGE_KUBE_BURST, default=100" help:"Client-side burst for API requests."`
+	// KubeCompression is off by default, as kube-controller-manager and
+	// kube-scheduler run: gzip costs CPU at both ends of a cluster network
+	// and saves bandwidth that is rarely short there.
+	KubeCompression bool `env:"BRIDGE_KUBE_COMPRESSION, default=false" help:"Ask the API server to gzip its responses, lists and watches. Off by default, as in kube-controller-manager and kube-scheduler: on a cluster network gzip costs CPU on the API server and on the bridge (docs/performance.md). Turn it on for a bridge that reaches the API server over a slow link; a kubeconfig's disable-compression: true keeps it off."`
 
 	NATSURL      string `env:"NATS_URL" help:"NATS server URL(s), comma-separated (nats://, tls://, ws://, wss://). Unset: start an embedded NATS server with JetStream."`
 	NATSCreds    string `env:"NATS_CREDS" help:"Path to a NATS user credentials file (JWT and NKey seed)."`

@@ -226,6 +226,7 @@ func TestLoadProblems(t *testing.T) {
 		{"replicas not a number", env("BRIDGE_STREAM_REPLICAS", "three"), []want{p("BRIDGE_STREAM_REPLICAS", `"three"`, "invalid syntax")}},
 		{"max bytes with unit", env("BRIDGE_STREAM_MAX_BYTES", "1GB"), []want{p("BRIDGE_STREAM_MAX_BYTES", `"1GB"`, "invalid syntax")}},
 		{"redact secrets not a bool", env("BRIDGE_REDACT_SECRETS", "maybe"), []want{p("BRIDGE_REDACT_SECRETS", `"maybe"`, "invalid syntax")}},
+		{"kube compression not a bool", env("BRIDGE_KUBE_COMPRESSION", "gzip"), []want{p("BRIDGE_KUBE_COMPRESSION", `"gzip"`, "invalid syntax")}},
 		{"strip managed fields not a bool", env("BRIDGE_STRIP_MANAGED_FIELDS", "yes"), []want{p("BRIDGE_STRIP_MANAGED_FIELDS", `"yes"`, "invalid syntax")}},
 
 		// Durations out of range.
