@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	kinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -109,6 +110,10 @@ func child(args []string) error {
 	// gcPercent is the collector's target when the child set it (the
 	// bridge modes), else 0: GOGC, or Go's default, applies.
 	gcPercent := 0
+	// gzip is whether the API server's responses are gzipped for this
+	// child: client-go's default unless -no-gzip; a bridge mode's own
+	// setting.
+	gzip := !rc.DisableCompression
 	switch name {
 	case "baseline":
 		objects = -1
@@ -163,10 +168,6 @@ func child(args []string) error {
 		// As cmd/bridge does: DefaultGCPercent unless GOGC is set
 		// (mode+gogc=N).
 		gcPercent, _ = bridge.SetGCDefault(os.LookupEnv)
-		if name == "bridge-dynamic" {
-			// Without a typed client NewSource falls back to the dynamic informer.
-			kube = bridge.Kube{Clients: informers.Clients{Typed: nil, Dynamic: kube.Clients.Dynamic}, Discovery: kube.Discovery}
-		}
 		env := map[string]string{
 			"BRIDGE_RESOURCES":      "configmaps",
 			"BRIDGE_NAMESPACES":     namespace,
@@ -208,6 +209,18 @@ func child(args []string) error {
 		cfg, err := config.Load(ctx, envconfig.MapLookuper(env))
 		if err != nil {
 			return err
+		}
+		// The API server's client as cmd/bridge sets it up (compression
+		// off unless BRIDGE_KUBE_COMPRESSION=true).
+		brc := rest.CopyConfig(rc)
+		bridge.ApplyKubeSettings(brc, cfg)
+		gzip = !brc.DisableCompression
+		if kube, err = bridge.KubeFromREST(brc); err != nil {
+			return err
+		}
+		if name == "bridge-dynamic" {
+			// Without a typed client NewSource falls back to the dynamic informer.
+			kube = bridge.Kube{Clients: informers.Clients{Typed: nil, Dynamic: kube.Clients.Dynamic}, Discovery: kube.Discovery}
 		}
 		nc, err := sink.Connect(ctx, *natsURL)
 		if err != nil {
@@ -256,7 +269,7 @@ func child(args []string) error {
 		runtime.GC()
 		time.Sleep(*settle)
 		r := result{Mode: name, Phase: phase, Objects: objects, ReadySecs: ready.Seconds(), GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0),
-			GOGC: gogcReport(gcPercent), GOMEMLIMIT: os.Getenv("GOMEMLIMIT"), Events: events.Load()}
+			GOGC: gogcReport(gcPercent), GOMEMLIMIT: os.Getenv("GOMEMLIMIT"), Events: events.Load(), Gzip: gzip}
 		r.VmRSSKiB, r.VmHWMKiB = procStatus()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)

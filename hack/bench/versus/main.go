@@ -27,6 +27,13 @@
 // child, as the deployment sets it to the pod's memory limit). Any other
 // BRIDGE_* variable in the environment reaches the bridge modes.
 //
+// A mode also takes suffixes: +nogzip (no gzip from the API server),
+// +gzip (a bridge mode's BRIDGE_KUBE_COMPRESSION=true; the bridge turns
+// gzip off by default, an informer asks for it), +gogc=N, +procs=N and a
+// bridge mode's +linger=D. Each mode is compared with the typed informer
+// run with the same gzip and GOMAXPROCS settings (÷ floor), and with the
+// typed informer as client-go sets one up (÷ client-go's defaults).
+//
 // With -churn N, once a child is ready (cache synced; for the bridge, the
 // start-up snapshot stored) the parent makes N changes at -churn-rate per
 // second: -churn-mix lists their kinds, made in equal parts in the order

@@ -22,6 +22,9 @@ type mode struct {
 	// noGzip sets rest.Config.DisableCompression: the apiserver's
 	// responses are not gzipped (client-go asks for gzip by default).
 	noGzip bool
+	// gzip is a bridge mode's BRIDGE_KUBE_COMPRESSION=true (mode+gzip):
+	// the bridge turns compression off unless asked.
+	gzip bool
 	// gogc, if set, is the child's GOGC (mode+gogc=N).
 	gogc string
 	// procs, if set, is the child's GOMAXPROCS (mode+procs=N).
@@ -58,6 +61,9 @@ func (m mode) id() string {
 	if m.noGzip {
 		id += "+nogzip"
 	}
+	if m.gzip {
+		id += "+gzip"
+	}
 	if m.gogc != "" {
 		id += "+gogc=" + m.gogc
 	}
@@ -89,11 +95,11 @@ func selectModes(only string) ([]mode, error) {
 	}
 	var out []mode
 	for _, name := range strings.Split(only, ",") {
-		// mode[@budget|@i/N][+nogzip][+gogc=N][+procs=N][+linger=D],
+		// mode[@budget|@i/N][+nogzip|+gzip][+gogc=N][+procs=N][+linger=D],
 		// the suffixes in any order.
 		suffixes := strings.Split(strings.TrimSpace(name), "+")
 		name = suffixes[0]
-		var noGzip bool
+		var noGzip, gzip bool
 		var gogc, procs, linger string
 		for _, suf := range suffixes[1:] {
 			key, val, _ := strings.Cut(suf, "=")
@@ -104,18 +110,20 @@ func selectModes(only string) ([]mode, error) {
 				linger = val
 				continue
 			}
-			if _, err := strconv.Atoi(val); key != "nogzip" && err != nil {
+			if _, err := strconv.Atoi(val); key != "nogzip" && key != "gzip" && err != nil {
 				return nil, fmt.Errorf("mode %q: +%s= wants a number", name, key)
 			}
 			switch key {
 			case "nogzip":
 				noGzip = true
+			case "gzip":
+				gzip = true
 			case "gogc":
 				gogc = val
 			case "procs":
 				procs = val
 			default:
-				return nil, fmt.Errorf("mode %q: unknown suffix +%s (known: +nogzip, +gogc=N, +procs=N, +linger=D)", name, key)
+				return nil, fmt.Errorf("mode %q: unknown suffix +%s (known: +nogzip, +gzip, +gogc=N, +procs=N, +linger=D)", name, key)
 			}
 		}
 		// After "@": a shard mode's shard, a bridge mode's publish buffer.
@@ -137,9 +145,19 @@ func selectModes(only string) ([]mode, error) {
 					m.budget = at
 					m.label += ", publish buffer " + at
 				}
-				if noGzip {
+				switch {
+				case noGzip && gzip:
+					return nil, fmt.Errorf("mode %q: +gzip or +nogzip, not both", name)
+				case gzip && !m.isBridge():
+					return nil, fmt.Errorf("mode %q: only bridge modes take +gzip (an informer asks for gzip unless +nogzip)", name)
+				case noGzip:
 					m.noGzip = true
 					m.label += ", no gzip"
+				case gzip:
+					m.gzip = true
+					m.label += ", gzip"
+				case m.isBridge():
+					m.label += ", no gzip (its default)"
 				}
 				if gogc != "" {
 					m.gogc = gogc

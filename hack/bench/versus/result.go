@@ -6,7 +6,9 @@ type result struct {
 	Mode string `json:"mode"`
 	// Phase is "ready" (after the cache synced or the start-up snapshot
 	// was stored) or "churn" (after the child saw every update).
-	Phase     string  `json:"phase"`
+	Phase string `json:"phase"`
+	// Gzip is whether the child asked the API server for gzip.
+	Gzip      bool    `json:"gzip"`
 	Objects   int     `json:"objects"` // objects in the cache; -1 if the child cannot see it (bridge)
 	VmRSSKiB  int64   `json:"vmRSSKiB"`
 	VmHWMKiB  int64   `json:"vmHWMKiB"`

@@ -69,6 +69,12 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 	if m.linger != "" {
 		cmd.Env = append(cmd.Env, "BRIDGE_PUBLISH_LINGER="+m.linger)
 	}
+	if m.isBridge() && m.gzip {
+		cmd.Env = append(cmd.Env, "BRIDGE_KUBE_COMPRESSION=true")
+	}
+	if m.isBridge() && m.noGzip {
+		cmd.Env = append(cmd.Env, "BRIDGE_KUBE_COMPRESSION=false")
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return out, err
