@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -15,14 +16,18 @@ import (
 )
 
 // snapshotIDs makes snapshot ids unique across the types of one process
-// (the counter) and across restarts (the start time).
+// (the counter), across restarts (the start time) and across processes
+// started in the same millisecond (a random part): the shards of one
+// cluster start together, and a marker's event id, which JetStream
+// de-duplicates by, is its resource, snapshot id and verb, so two shards'
+// markers with one id would lose one of them as a duplicate.
 type snapshotIDs struct {
 	base string
 	n    atomic.Int64
 }
 
 func newSnapshotIDs(start time.Time) *snapshotIDs {
-	return &snapshotIDs{base: strconv.FormatInt(start.UnixMilli(), 36)}
+	return &snapshotIDs{base: strconv.FormatInt(start.UnixMilli(), 36) + strconv.FormatUint(uint64(rand.Uint32()), 36)}
 }
 
 func (s *snapshotIDs) next() string { return s.base + "-" + strconv.FormatInt(s.n.Add(1), 10) }
