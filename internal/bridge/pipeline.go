@@ -33,8 +33,9 @@ type pipeline struct {
 	guard   *orderGuard
 	encoder *encode.Encoder
 	workers int
-	// linger is how long the run loop waits, once woken after a short
-	// wait, before it takes changes in (BRIDGE_PUBLISH_LINGER).
+	// linger is how long the run loop waits, once woken while changes
+	// come often (see changesComeOften), before it takes changes in
+	// (BRIDGE_PUBLISH_LINGER).
 	linger   time.Duration
 	budget   *byteBudget
 	out      chan sink.Envelope
