@@ -131,6 +131,18 @@ func (e *Env) KillAPIServer() {
 	p.kill()
 }
 
+// APIServerPID is the running kube-apiserver's process id, or 0 when it
+// is not running: benchmarks read its CPU from /proc.
+func (e *Env) APIServerPID() int {
+	e.mu.Lock()
+	p := e.apiserver
+	e.mu.Unlock()
+	if p == nil || p.exited() {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // RestartAPIServer is KillAPIServer followed by StartAPIServer.
 func (e *Env) RestartAPIServer(ctx context.Context, extraFlags ...string) error {
 	e.KillAPIServer()

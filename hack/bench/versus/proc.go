@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -44,6 +45,33 @@ func cpuSeconds() float64 {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// processCPUSeconds is the CPU time, user and system, process pid has
+// used, from /proc/<pid>/stat (in clock ticks of 1/100 s, Linux's USER_HZ
+// on every architecture Go supports).
+func processCPUSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: count fields
+	// after its closing parenthesis, where utime and stime are the 12th
+	// and 13th (the 14th and 15th of the whole line).
+	rest := b[bytes.LastIndexByte(b, ')')+1:]
+	f := strings.Fields(string(rest))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the command", pid, len(f))
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return float64(ticks) / 100, nil
 }
 
 // peaks samples the child's memory every 200ms, and the bridge's intake

@@ -110,8 +110,8 @@ func printChurnReport(w io.Writer, b *bench, runs []run) {
 	}
 	// CPU is compared with the typed informer run the same way (gzip on
 	// or off), when there is one.
-	fmt.Fprintf(w, "\n| mode | CPU s during the churn | CPU ms per 1,000 events | ÷ %s (same gzip and GOMAXPROCS settings) |\n", refLabel)
-	fmt.Fprintln(w, "|---|--:|--:|--:|")
+	fmt.Fprintf(w, "\n| mode | CPU s during the churn | CPU ms per 1,000 events | ÷ %s (same gzip and GOMAXPROCS settings) | kube-apiserver CPU ms per 1,000 events (the churn's writes and this mode's watch) |\n", refLabel)
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|")
 	perK := func(rn run) float64 { return cpuPerThousand(rn, c.mix) }
 	cpuRef := func(rn run) *run {
 		if r := floorOf(runs, rn); r != nil {
@@ -127,7 +127,11 @@ func printChurnReport(w io.Writer, b *bench, runs []run) {
 		if r := cpuRef(rn); r != nil && r.churn != nil {
 			ratio = fmt.Sprintf("%.2f", perK(rn)/perK(*r))
 		}
-		fmt.Fprintf(w, "| %s | %.2f | %.1f | %s |\n", rn.m.label, rn.churn.CPUStartSecs-rn.ready.CPUEndSecs, perK(rn), ratio)
+		apiserver := "–"
+		if rn.apiserverCPU > 0 {
+			apiserver = fmt.Sprintf("%.1f", rn.apiserverCPU*1000/float64(c.mix.total())*1000)
+		}
+		fmt.Fprintf(w, "| %s | %.2f | %.1f | %s | %s |\n", rn.m.label, rn.churn.CPUStartSecs-rn.ready.CPUEndSecs, perK(rn), ratio, apiserver)
 	}
 	fmt.Fprintln(w, "\n| mode | stream messages | snapshot begin/items/end | added events (held + rolled up) | updated events | updates they stand for | deleted events | coalesced events | truncated | mean updated event KiB |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")

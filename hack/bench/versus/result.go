@@ -61,4 +61,7 @@ type run struct {
 	churn  *result
 	stream *streamCount // bridge modes
 	load   *churnStats
+	// apiserverCPU is the CPU seconds kube-apiserver spent from the start
+	// of the churn to the child's churn measurement; 0 if unread.
+	apiserverCPU float64
 }

@@ -120,6 +120,11 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 		return out, cmd.Wait()
 	}
 
+	// The API server's CPU over the same span: the churn's writes cost it
+	// the same in every mode, the watch it serves this child does not
+	// (gzip or not).
+	apiPID := b.env.APIServerPID()
+	apiStart, apiErr := processCPUSeconds(apiPID)
 	load, err := b.runChurn(ctx, seq)
 	out.load = &load
 	if err != nil {
@@ -148,6 +153,9 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 		return out, fmt.Errorf("informer delivered %d events, want %d (of %s)", r.Events, want, b.churn.mix)
 	}
 	out.churn = &r
+	if apiEnd, err := processCPUSeconds(apiPID); err == nil && apiErr == nil {
+		out.apiserverCPU = apiEnd - apiStart
+	}
 	logResult(m, r)
 	if err := stdin.Close(); err != nil {
 		return out, err
