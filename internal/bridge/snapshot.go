@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -27,8 +28,15 @@ type snapshotIDs struct {
 }
 
 func newSnapshotIDs(start time.Time) *snapshotIDs {
-	return &snapshotIDs{base: strconv.FormatInt(start.UnixMilli(), 36) + strconv.FormatUint(uint64(rand.Uint32()), 36)}
+	// The random part always has randomDigits digits, so that no two
+	// start times and random parts make the same base: with a shorter
+	// random part, a millisecond one digit longer could.
+	random := strconv.FormatUint(uint64(rand.Uint32()), 36)
+	return &snapshotIDs{base: strconv.FormatInt(start.UnixMilli(), 36) + strings.Repeat("0", randomDigits-len(random)) + random}
 }
+
+// randomDigits is the base-36 digits of the largest uint32 (1z141z3).
+const randomDigits = 7
 
 func (s *snapshotIDs) next() string { return s.base + "-" + strconv.FormatInt(s.n.Add(1), 10) }
 
