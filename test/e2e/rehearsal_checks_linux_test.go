@@ -330,26 +330,35 @@ func (r *rehearsal) checkTakeover(leader, standby *rehearsalPod, ns string) {
 func (r *rehearsal) leaderWithin(timeout time.Duration) (*rehearsalPod, *rehearsalPod) {
 	deadline := time.Now().Add(timeout)
 	for {
-		holder := r.leaseHolder()
+		holder, err := r.leaseHolder()
 		for _, p := range r.pods {
 			if !p.exited() && strings.HasPrefix(holder, p.spec.name+"_") {
 				return r.leader()
 			}
 		}
+		if r.ctx.Err() != nil {
+			// Every read fails from now on: say so, not "no holder".
+			r.t.Fatalf("the rehearsal's context ended while waiting for a running pod to hold the Lease: %v", err)
+		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("no running pod holds the Lease after %v (holder %q)", timeout, holder)
+			r.t.Fatalf("no running pod holds the Lease after %v (holder %q, last read error %v)", timeout, holder, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 }
 
-func (r *rehearsal) leaseHolder() string {
+// leaseHolder is the Lease's holder identity: "" when it has none, or
+// when it could not be read (err says why).
+func (r *rehearsal) leaseHolder() (string, error) {
 	cfg := r.pods[0].cfg
 	lease, err := r.cs.CoordinationV1().Leases(cfg.LeaseNamespace).Get(r.ctx, cfg.LeaseName, metav1.GetOptions{})
-	if err != nil || lease.Spec.HolderIdentity == nil {
-		return ""
+	if err != nil {
+		return "", err
 	}
-	return *lease.Spec.HolderIdentity
+	if lease.Spec.HolderIdentity == nil {
+		return "", nil
+	}
+	return *lease.Spec.HolderIdentity, nil
 }
 
 // checkMissingPermission rolls out what a user who adds a type to

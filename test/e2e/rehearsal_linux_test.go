@@ -122,6 +122,13 @@ func TestDeploymentRehearsal(t *testing.T) {
 	// Its own NATS, namespaces and names: it runs beside the others
 	// that do (testenv's shared NATS is not touched).
 	t.Parallel()
+	// The image is built once for every test that runs it, under its own
+	// timeout (imageBuildTimeout), before this test's deadline starts:
+	// the deadline is the rehearsal's, and a slow build beside the other
+	// tests must not use it up.
+	waited := time.Now()
+	theImage(t)
+	t.Logf("image ready after %v", time.Since(waited).Round(time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	kdir := filepath.Join(deployModuleRoot(t), "deploy", "kustomize")
