@@ -122,14 +122,7 @@ func TestDeploymentRehearsal(t *testing.T) {
 	// Its own NATS, namespaces and names: it runs beside the others
 	// that do (testenv's shared NATS is not touched).
 	t.Parallel()
-	// The image is built once for every test that runs it, under its own
-	// timeout (imageBuildTimeout), before this test's deadline starts:
-	// the deadline is the rehearsal's, and a slow build beside the other
-	// tests must not use it up.
-	waited := time.Now()
-	theImage(t)
-	t.Logf("image ready after %v", time.Since(waited).Round(time.Second))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := rehearsalContext(t)
 	defer cancel()
 	kdir := filepath.Join(deployModuleRoot(t), "deploy", "kustomize")
 	r := newRehearsal(ctx, t, filepath.Join(kdir, filepath.FromSlash(rehearsalOverlay)))
@@ -168,6 +161,18 @@ func (r *rehearsal) stopPods(tmpl *corev1.PodSpec) {
 			r.t.Errorf("%s: SIGTERM: exit %d (%v), want 0 within the grace period", p.spec.name, code, err)
 		}
 	}
+}
+
+// rehearsalContext is a rehearsal's deadline of 10 minutes, started once
+// the image is built: the image is built once for every test that runs
+// it, under its own timeout (imageBuildTimeout), and a slow build beside
+// the other tests must not use up the rehearsal's time.
+func rehearsalContext(t *testing.T) (context.Context, context.CancelFunc) {
+	t.Helper()
+	waited := time.Now()
+	theImage(t)
+	t.Logf("image ready after %v", time.Since(waited).Round(time.Second))
+	return context.WithTimeout(context.Background(), 10*time.Minute)
 }
 
 // newRehearsal applies the overlay in dir to the test apiserver in a

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,14 +28,7 @@ import (
 // SIGTERM stops every pod with exit 0.
 func TestShardedRehearsal(t *testing.T) {
 	t.Parallel()
-	// The image is built once for every test that runs it, under its own
-	// timeout (imageBuildTimeout), before this test's deadline starts:
-	// the deadline is the rehearsal's, and a slow build beside the other
-	// tests must not use it up.
-	waited := time.Now()
-	theImage(t)
-	t.Logf("image ready after %v", time.Since(waited).Round(time.Second))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := rehearsalContext(t)
 	defer cancel()
 	r := newRehearsal(ctx, t, shardedOverlay(t))
 
