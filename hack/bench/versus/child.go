@@ -264,7 +264,7 @@ func child(args []string) error {
 	}
 
 	measure := func(phase string) error {
-		cpuStart := cpuSeconds()
+		start := readUsage()
 		runtime.GC()
 		runtime.GC()
 		time.Sleep(*settle)
@@ -280,7 +280,7 @@ func child(args []string) error {
 		}
 		debug.FreeOSMemory()
 		r.FreedRSS, _ = procStatus()
-		r.CPUStartSecs, r.CPUEndSecs = cpuStart, cpuSeconds()
+		r.Start, r.End = start, readUsage()
 		line, err := json.Marshal(r)
 		if err != nil {
 			return err

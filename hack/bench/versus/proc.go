@@ -47,6 +47,59 @@ func cpuSeconds() float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
+// usage is what this process has used so far: CPU, and the system calls
+// and context switches that show how much of it went to handing work
+// over rather than doing it. Each counter is -1 if it cannot be read.
+type usage struct {
+	CPUSecs float64 `json:"cpuSeconds"`
+	// Writes and Reads are read(2) and write(2)-like system calls
+	// (/proc/self/io's syscw and syscr).
+	Writes int64 `json:"writeSyscalls"`
+	Reads  int64 `json:"readSyscalls"`
+	// Switches counts the times any of the process's threads gave up
+	// its CPU to wait, for work or for the kernel (getrusage's nvcsw):
+	// each is a thread put to sleep and, later, woken.
+	Switches int64 `json:"contextSwitches"`
+}
+
+func readUsage() usage {
+	u := usage{Writes: -1, Reads: -1, Switches: -1}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		u.CPUSecs = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+		u.Switches = ru.Nvcsw
+	}
+	u.Reads, u.Writes = syscallCounts("/proc/self/io")
+	return u
+}
+
+// syscallCounts reads syscr and syscw from a /proc/<pid>/io file; -1 for
+// a count it cannot read.
+func syscallCounts(path string) (reads, writes int64) {
+	reads, writes = -1, -1
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return reads, writes
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "syscr":
+			reads = n
+		case "syscw":
+			writes = n
+		}
+	}
+	return reads, writes
+}
+
 // processCPUSeconds is the CPU time, user and system, process pid has
 // used, from /proc/<pid>/stat (in clock ticks of 1/100 s, Linux's USER_HZ
 // on every architecture Go supports).

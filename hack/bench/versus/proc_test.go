@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"os"
 	"testing"
+	"time"
 )
 
 // processCPUSeconds read for this process must agree with getrusage, which
@@ -27,5 +28,31 @@ func TestProcessCPUSecondsAgreesWithRusage(t *testing.T) {
 func TestProcessCPUSecondsOfNoProcess(t *testing.T) {
 	if _, err := processCPUSeconds(0); err == nil {
 		t.Fatal("no error for pid 0")
+	}
+}
+
+// readUsage must see this process's own writes and context switches.
+func TestReadUsageCountsWritesAndSwitches(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "writes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	before := readUsage()
+	for range 100 {
+		if _, err := f.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond) // gives up the CPU: a voluntary switch
+	}
+	after := readUsage()
+	if n := after.Writes - before.Writes; before.Writes < 0 || n < 100 {
+		t.Errorf("write syscalls went from %d to %d over 100 writes", before.Writes, after.Writes)
+	}
+	if n := after.Switches - before.Switches; before.Switches < 0 || n < 50 {
+		t.Errorf("context switches went from %d to %d over 100 sleeps", before.Switches, after.Switches)
+	}
+	if r, w := syscallCounts("/proc/0/io"); r != -1 || w != -1 {
+		t.Errorf("counts of no process: %d, %d", r, w)
 	}
 }

@@ -110,8 +110,8 @@ func printChurnReport(w io.Writer, b *bench, runs []run) {
 	}
 	// CPU is compared with the typed informer run the same way (gzip on
 	// or off), when there is one.
-	fmt.Fprintf(w, "\n| mode | CPU s during the churn | CPU ms per 1,000 events | ÷ %s (same gzip and GOMAXPROCS settings) | kube-apiserver CPU ms per 1,000 events (the churn's writes and this mode's watch) |\n", refLabel)
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|")
+	fmt.Fprintf(w, "\n| mode | CPU s during the churn | CPU ms per 1,000 events | ÷ %s (same gzip and GOMAXPROCS settings) | kube-apiserver CPU ms per 1,000 events (the churn's writes and this mode's watch) | write / read syscalls per event | voluntary context switches per event |\n", refLabel)
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|")
 	perK := func(rn run) float64 { return cpuPerThousand(rn, c.mix) }
 	cpuRef := func(rn run) *run {
 		if r := floorOf(runs, rn); r != nil {
@@ -131,7 +131,9 @@ func printChurnReport(w io.Writer, b *bench, runs []run) {
 		if rn.apiserverCPU > 0 {
 			apiserver = fmt.Sprintf("%.1f", rn.apiserverCPU*1000/float64(c.mix.total())*1000)
 		}
-		fmt.Fprintf(w, "| %s | %.2f | %.1f | %s | %s |\n", rn.m.label, rn.churn.CPUStartSecs-rn.ready.CPUEndSecs, perK(rn), ratio, apiserver)
+		u := rn.churnUsage()
+		fmt.Fprintf(w, "| %s | %.2f | %.1f | %s | %s | %s / %s | %s |\n", rn.m.label, u.CPUSecs, perK(rn), ratio, apiserver,
+			perEvent(u.Writes, c.mix), perEvent(u.Reads, c.mix), perEvent(u.Switches, c.mix))
 	}
 	fmt.Fprintln(w, "\n| mode | stream messages | snapshot begin/items/end | added events (held + rolled up) | updated events | updates they stand for | deleted events | coalesced events | truncated | mean updated event KiB |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
@@ -153,7 +155,15 @@ func printChurnReport(w io.Writer, b *bench, runs []run) {
 // 1,000 events: from the end of its ready measurement to the start of its
 // churn measurement, so the collections a measurement forces are left out.
 func cpuPerThousand(rn run, mix churnMix) float64 {
-	return (rn.churn.CPUStartSecs - rn.ready.CPUEndSecs) * 1000 / float64(mix.total()) * 1000
+	return rn.churnUsage().CPUSecs * 1000 / float64(mix.total()) * 1000
+}
+
+// perEvent is a count over the churn per event, or "–" if it was unread.
+func perEvent(n int64, mix churnMix) string {
+	if n < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", float64(n)/float64(mix.total()))
 }
 
 // floorOf is the typed informer run with rn's gzip and GOMAXPROCS

@@ -46,12 +46,26 @@ type result struct {
 	// Events is how many notifications (add, update, delete) the informer
 	// delivered after its initial list.
 	Events int64 `json:"events"`
-	// CPUStartSecs and CPUEndSecs are the process's CPU time (user and
-	// system) when the measurement began and when it ended: the CPU a
-	// churn cost is churn.CPUStartSecs - ready.CPUEndSecs, without the
-	// collections a measurement forces.
-	CPUStartSecs float64 `json:"cpuStartSeconds"`
-	CPUEndSecs   float64 `json:"cpuEndSeconds"`
+	// Start and End are what the process had used when the measurement
+	// began and when it ended: what a churn cost is churn.Start minus
+	// ready.End, without the collections a measurement forces.
+	Start usage `json:"start"`
+	End   usage `json:"end"`
+}
+
+// churnUsage is what rn's child used over the churn: from the end of its
+// ready measurement to the start of its churn measurement.
+func (rn run) churnUsage() usage {
+	a, b := rn.ready.End, rn.churn.Start
+	return usage{CPUSecs: b.CPUSecs - a.CPUSecs, Writes: since(a.Writes, b.Writes), Reads: since(a.Reads, b.Reads), Switches: since(a.Switches, b.Switches)}
+}
+
+// since is the growth of a counter from a to b, or -1 if either is unread.
+func since(a, b int64) int64 {
+	if a < 0 || b < 0 {
+		return -1
+	}
+	return b - a
 }
 
 // run is one mode's measurements and what the parent checked.
