@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -16,22 +15,18 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sethvargo/go-envconfig"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	kinformers "k8s.io/client-go/informers"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/kubebridge/kubebridge/internal/bridge"
-	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/shard"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
-	"github.com/kubebridge/kubebridge/pkg/sink"
 )
 
 func child(args []string) error {
@@ -65,9 +60,13 @@ func child(args []string) error {
 	rc.QPS, rc.Burst = 50, 100
 	rc.DisableCompression = *noGzip
 	rc.UserAgent = "kubebridge-bench-versus/" + name
-	kube, err := bridge.KubeFromREST(rc)
-	if err != nil {
-		return err
+	// The informer modes' clients; a bridge mode builds its own below, as
+	// cmd/bridge sets them up.
+	var kube bridge.Kube
+	if !strings.HasPrefix(name, "bridge-") {
+		if kube, err = bridge.KubeFromREST(rc); err != nil {
+			return err
+		}
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -165,96 +164,13 @@ func child(args []string) error {
 		objects = len(src.Keys())
 		defer runtime.KeepAlive(src)
 	case "bridge-typed", "bridge-dynamic", "bridge-shard":
-		// As cmd/bridge does: DefaultGCPercent unless GOGC is set
-		// (mode+gogc=N).
-		gcPercent, _ = bridge.SetGCDefault(os.LookupEnv)
-		env := map[string]string{
-			"BRIDGE_RESOURCES":      "configmaps",
-			"BRIDGE_NAMESPACES":     namespace,
-			"BRIDGE_CLUSTER_NAME":   "bench",
-			"NATS_URL":              *natsURL,
-			"BRIDGE_RESYNC_PERIOD":  "0",
-			"BRIDGE_STREAM_NAME":    *stream,
-			"BRIDGE_SUBJECT_PREFIX": "versus." + strings.ToLower(token(strings.TrimPrefix(*stream, "VERSUS_"))),
-			// A port of its own, so runs never collide; /metrics is sampled.
-			"BRIDGE_HTTP_ADDR": "127.0.0.1:0",
-		}
-		switch {
-		case *namespaces > 1 && *named:
-			env["BRIDGE_NAMESPACES"] = strings.Join(layout{namespaces: *namespaces}.all(), ",")
-		case *namespaces > 1:
-			// Every namespace, and the benchmark's objects only.
-			env["BRIDGE_RESOURCES"] = "configmaps | labels=" + benchLabel
-		}
-		if name == "bridge-shard" {
-			sh, err := contract.ParseShard(*shardFlag)
-			if err != nil {
-				return err
-			}
-			env["BRIDGE_SHARDS"], env["BRIDGE_SHARD"] = strconv.Itoa(sh.Count), strconv.Itoa(sh.Index)
-		}
-		if *budget != "" {
-			env["BRIDGE_PUBLISH_BUFFER_BYTES"] = *budget
-		}
-		// Any other BRIDGE_* setting comes from the environment, to try
-		// one (BRIDGE_PUBLISH_WINDOW=2048 go run ./hack/bench/versus ...);
-		// the benchmark's own settings above win.
-		for _, kv := range os.Environ() {
-			if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "BRIDGE_") {
-				if _, set := env[k]; !set {
-					env[k] = v
-				}
-			}
-		}
-		cfg, err := config.Load(ctx, envconfig.MapLookuper(env))
+		b := bridgeChild{mode: name, namespace: namespace, natsURL: *natsURL, stream: *stream, budget: *budget, shard: *shardFlag,
+			namespaces: *namespaces, named: *named, rest: rc, peaks: &pk}
+		running, err := b.start(ctx)
 		if err != nil {
 			return err
 		}
-		// The API server's client as cmd/bridge sets it up (compression
-		// off unless BRIDGE_KUBE_COMPRESSION=true).
-		brc := rest.CopyConfig(rc)
-		bridge.ApplyKubeSettings(brc, cfg)
-		gzip = !brc.DisableCompression
-		if kube, err = bridge.KubeFromREST(brc); err != nil {
-			return err
-		}
-		if name == "bridge-dynamic" {
-			// Without a typed client NewSource falls back to the dynamic informer.
-			kube = bridge.Kube{Clients: informers.Clients{Typed: nil, Dynamic: kube.Clients.Dynamic}, Discovery: kube.Discovery}
-		}
-		nc, err := sink.Connect(ctx, *natsURL)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
-		serveCtx, stopServe := context.WithCancel(ctx)
-		ready := make(chan struct{})
-		done := make(chan error, 1)
-		listening := func(a net.Addr) {
-			u := "http://" + a.String() + "/metrics"
-			pk.metricsURL.Store(&u)
-		}
-		go func() {
-			done <- bridge.Serve(serveCtx, cfg, kube, nc, bridge.WithReady(func() { close(ready) }), bridge.WithListening(listening))
-		}()
-		select {
-		case <-ready:
-		case err := <-done:
-			stopServe()
-			return fmt.Errorf("bridge stopped before it was ready: %v", err)
-		case <-time.After(10 * time.Minute):
-			stopServe()
-			return errors.New("bridge not ready after 10m")
-		}
-		stopBridge = func() error {
-			stopServe()
-			select {
-			case err := <-done:
-				return err
-			case <-time.After(30 * time.Second):
-				return errors.New("bridge did not stop within 30s")
-			}
-		}
+		stopBridge, gzip, gcPercent = running.stop, running.gzip, running.gcPercent
 	default:
 		return fmt.Errorf("unknown mode %q", name)
 	}
