@@ -9,13 +9,15 @@ type lane struct {
 	parked []Envelope
 }
 
-// runLane publishes env and then, one at a time, the messages parked on its
-// subject, until none is left. The lane is removed under the same lock that
+// runLane publishes env, whose first attempt is first if that was made,
+// and then, one at a time, the messages parked on its subject, until none
+// is left. The lane is removed under the same lock that
 // dispatch parks under, so a message parked at the last moment is still
 // picked up here.
-func (p *Publisher) runLane(ctx context.Context, subject string, env Envelope) {
+func (p *Publisher) runLane(ctx context.Context, subject string, env Envelope, first sent) {
 	for {
-		p.publish(ctx, env)
+		p.publish(ctx, env, first)
+		first = sent{}
 		p.track(-1)
 		p.release(1)
 		p.mu.Lock()

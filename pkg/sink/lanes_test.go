@@ -247,3 +247,38 @@ func checkRandomRun(t *testing.T, seed uint64) {
 		last[pl.subject] = at
 	}
 }
+
+// Messages for subjects with nothing in flight are sent in the order they
+// were handed on: the dispatcher sends each one's first attempt itself,
+// one after the other. Lanes that sent their own would send in whatever
+// order the scheduler ran them, each parking on its acknowledgement
+// between two sends, which is what let nats.go write every message on its
+// own (docs/performance.md, "Publishing from the dispatcher").
+func TestPublisherSendsInTheOrderHandedOn(t *testing.T) {
+	fs := newLaneStream(func(*nats.Msg, int) outcome { return outcome{} })
+	var sent []string
+	fs.check = func(_ *laneStream, id string) string {
+		sent = append(sent, id) // under fs.mu
+		return ""
+	}
+	p, err := NewPublisher(fs, WithWindow(512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var envs []Envelope
+	var want []string
+	for i := range 300 {
+		id := fmt.Sprintf("m%03d", i)
+		want = append(want, id)
+		envs = append(envs, Envelope{Msg: msg(fmt.Sprintf("s.%d", i), id)})
+	}
+	runPublisher(t, p, envs)
+	if len(sent) != len(want) {
+		t.Fatalf("%d attempts for %d messages", len(sent), len(want))
+	}
+	for i := range want {
+		if sent[i] != want[i] {
+			t.Fatalf("attempt %d was %s, want %s (handed on in that order)", i, sent[i], want[i])
+		}
+	}
+}

@@ -15,8 +15,8 @@ import (
 // message keeps its Nats-Msg-Id across attempts, so a retry of a message
 // that was stored but whose ack was lost is dropped by JetStream. A message
 // whose turn comes after ctx ended (one parked on a busy subject, say) is
-// given up without an attempt.
-func (p *Publisher) publish(ctx context.Context, env Envelope) {
+// given up without an attempt. first, if made, is env's first attempt.
+func (p *Publisher) publish(ctx context.Context, env Envelope, first sent) {
 	if ctx.Err() != nil {
 		finish(env, ErrShutdown)
 		return
@@ -29,15 +29,17 @@ func (p *Publisher) publish(ctx context.Context, env Envelope) {
 	// misconfiguration) is retried with backoff rather than in a tight loop.
 	resolved := 0
 	for attempt := 0; ; attempt++ {
-		if fence != nil {
-			if err := fence.admit(); err != nil {
-				finish(env, err)
-				return
-			}
-			fence.condition(env.Msg)
+		s := first
+		if first.made() {
+			first = sent{}
+		} else {
+			s = p.send(env)
 		}
-		start := time.Now()
-		ack, err := p.attempt(ctx, env.Msg)
+		if s.refused != nil {
+			finish(env, s.refused)
+			return
+		}
+		ack, err := p.await(ctx, s)
 		if err != nil && ctx.Err() != nil {
 			// Cut short by our own shutdown: not an outcome.
 			finish(env, ErrShutdown)
@@ -51,7 +53,7 @@ func (p *Publisher) publish(ctx context.Context, env Envelope) {
 			if p.failing.CompareAndSwap(true, false) {
 				logger.Info("Publishing to JetStream recovered", "subject", env.Msg.Subject, "attempts", attempt+1)
 			}
-			p.opts.observer.Acked(env.Msg, time.Since(start), ack.Duplicate)
+			p.opts.observer.Acked(env.Msg, time.Since(s.start), ack.Duplicate)
 			finish(env, nil)
 			return
 		}
@@ -59,7 +61,7 @@ func (p *Publisher) publish(ctx context.Context, env Envelope) {
 			outcome, rerr := fence.resolve(ctx, env.Msg)
 			switch outcome {
 			case alreadyStored:
-				p.opts.observer.Acked(env.Msg, time.Since(start), true)
+				p.opts.observer.Acked(env.Msg, time.Since(s.start), true)
 				finish(env, nil)
 				return
 			case fenced:
@@ -101,13 +103,41 @@ func (p *Publisher) publish(ctx context.Context, env Envelope) {
 	}
 }
 
-func (p *Publisher) attempt(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
+// sent is one attempt to publish a message, sent and not awaited yet.
+type sent struct {
+	start  time.Time
+	future jetstream.PubAckFuture
+	// err is PublishMsgAsync's error, if it did not send.
+	err error
+	// refused is the fence's error if it let nothing more be sent.
+	refused error
+}
+
+// made reports whether s is an attempt, rather than the zero value.
+func (s sent) made() bool { return s.future != nil || s.err != nil || s.refused != nil }
+
+// send makes one attempt to publish env, without waiting for its outcome.
+func (p *Publisher) send(env Envelope) sent {
+	if fence := p.opts.fence; fence != nil {
+		if err := fence.admit(); err != nil {
+			return sent{refused: err}
+		}
+		fence.condition(env.Msg)
+	}
+	s := sent{start: time.Now()}
 	// PublishMsgAsync sets the reply subject on the message it is given;
 	// a fresh copy keeps every attempt independent.
-	f, err := p.js.PublishMsgAsync(&nats.Msg{Subject: msg.Subject, Header: msg.Header, Data: msg.Data})
-	if err != nil {
-		return nil, err
+	msg := env.Msg
+	s.future, s.err = p.js.PublishMsgAsync(&nats.Msg{Subject: msg.Subject, Header: msg.Header, Data: msg.Data})
+	return s
+}
+
+// await waits for the outcome of the attempt s.
+func (p *Publisher) await(ctx context.Context, s sent) (*jetstream.PubAck, error) {
+	if s.err != nil {
+		return nil, s.err
 	}
+	f := s.future
 	select {
 	case ack := <-f.Ok():
 		return ack, nil
