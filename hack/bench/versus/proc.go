@@ -38,15 +38,6 @@ func startCPUProfile(path string) (func() error, error) {
 	}, nil
 }
 
-// cpuSeconds is the CPU time, user and system, this process has used.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
-
 // usage is what this process has used so far: CPU, and the system calls
 // and context switches that show how much of it went to handing work
 // over rather than doing it. Each counter is -1 if it cannot be read.
@@ -76,28 +67,42 @@ func readUsage() usage {
 // syscallCounts reads syscr and syscw from a /proc/<pid>/io file; -1 for
 // a count it cannot read.
 func syscallCounts(path string) (reads, writes int64) {
+	n, err := procNumbers(path)
+	if err != nil {
+		return -1, -1
+	}
 	reads, writes = -1, -1
+	if v, ok := n["syscr"]; ok {
+		reads = v
+	}
+	if v, ok := n["syscw"]; ok {
+		writes = v
+	}
+	return reads, writes
+}
+
+// procNumbers reads a /proc file of "key: number [unit]" lines, such as
+// status or io, into a map; lines that do not fit are left out.
+func procNumbers(path string) (map[string]int64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return reads, writes
+		return nil, err
 	}
+	out := map[string]int64{}
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
 		}
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil {
+		f := strings.Fields(v)
+		if len(f) == 0 {
 			continue
 		}
-		switch k {
-		case "syscr":
-			reads = n
-		case "syscw":
-			writes = n
+		if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+			out[k] = n
 		}
 	}
-	return reads, writes
+	return out, nil
 }
 
 // processCPUSeconds is the CPU time, user and system, process pid has
@@ -262,29 +267,9 @@ func writeHeapProfile(path string) error {
 
 // procStatus returns VmRSS and VmHWM (peak RSS) in KiB.
 func procStatus() (rss, hwm int64) {
-	b, err := os.ReadFile("/proc/self/status")
+	n, err := procNumbers("/proc/self/status")
 	if err != nil {
 		return -1, -1
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(v)
-		if len(f) == 0 {
-			continue
-		}
-		n, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch k {
-		case "VmRSS":
-			rss = n
-		case "VmHWM":
-			hwm = n
-		}
-	}
-	return rss, hwm
+	return n["VmRSS"], n["VmHWM"]
 }

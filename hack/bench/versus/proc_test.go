@@ -11,14 +11,14 @@ import (
 // counts the same time in finer units.
 func TestProcessCPUSecondsAgreesWithRusage(t *testing.T) {
 	sum := sha256.Sum256(nil)
-	for cpuSeconds() < 0.3 {
+	for readUsage().CPUSecs < 0.3 {
 		sum = sha256.Sum256(sum[:])
 	}
 	fromProc, err := processCPUSeconds(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromRusage := cpuSeconds()
+	fromRusage := readUsage().CPUSecs
 	// /proc counts whole ticks of 10 ms, per thread, rounded down.
 	if fromProc > fromRusage+0.01 || fromProc < fromRusage-0.1 {
 		t.Fatalf("/proc says %.2f s of CPU, getrusage %.2f s", fromProc, fromRusage)
@@ -54,5 +54,13 @@ func TestReadUsageCountsWritesAndSwitches(t *testing.T) {
 	}
 	if r, w := syscallCounts("/proc/0/io"); r != -1 || w != -1 {
 		t.Errorf("counts of no process: %d, %d", r, w)
+	}
+}
+
+// procStatus reads this process's resident set and its peak, in KiB.
+func TestProcStatusReadsRSSAndPeak(t *testing.T) {
+	rss, hwm := procStatus()
+	if rss <= 0 || hwm < rss {
+		t.Fatalf("VmRSS %d KiB, VmHWM %d KiB", rss, hwm)
 	}
 }
