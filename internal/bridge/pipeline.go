@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -24,9 +23,15 @@ type counters struct {
 	unacked atomic.Int64
 }
 
-// pipeline moves work from the intake to the publisher's input: its run
-// loop takes work from the intake in order and applies the order guard,
-// encoders work in parallel, and the collector hands envelopes on in the
+// publisher is the part of sink.Publisher the collector hands envelopes to.
+type publisher interface {
+	Publish(ctx context.Context, env sink.Envelope) error
+	Drain(ctx context.Context) error
+}
+
+// pipeline moves work from the intake to the publisher: its run loop takes
+// work from the intake in order and applies the order guard, encoders work
+// in parallel, and the collector hands envelopes to the publisher in the
 // order the run loop took them, within the byte budget.
 type pipeline struct {
 	intake  *intake
@@ -38,7 +43,7 @@ type pipeline struct {
 	// (BRIDGE_PUBLISH_LINGER).
 	linger   time.Duration
 	budget   *byteBudget
-	out      chan sink.Envelope
+	pub      publisher
 	counters *counters
 	markers  *markerWaiter
 	metrics  *metrics.Metrics
@@ -54,19 +59,27 @@ type pipeline struct {
 
 type job struct {
 	w    work
-	slot chan sink.Envelope
+	slot chan encoded
 }
 
-// run returns once soft is done and nothing waits in the intake, or hard is
-// done, closing p.out either way.
-func (p *pipeline) run(soft, hard context.Context) {
+// encoded is an envelope from its encoder to the collector, with its
+// flight (nil when there is nothing to publish).
+type encoded struct {
+	env sink.Envelope
+	f   *flight
+}
+
+// run returns once soft is done, nothing waits in the intake and the
+// publisher has settled everything it was handed, or once hard is done. It
+// returns the publisher's Drain result: hard's error if hard ended first.
+func (p *pipeline) run(soft, hard context.Context) error {
 	logger := klog.FromContext(soft)
 	jobs := make(chan job, p.workers*2)
 	// Few slots: encoded messages waiting here are outside the budget.
-	ordered := make(chan chan sink.Envelope, p.workers*4)
+	ordered := make(chan chan encoded, p.workers*4)
 	// Slots the collector has emptied, for the next changes to reuse: a
 	// slot is written once by its encoder and read once by the collector.
-	free := make(chan chan sink.Envelope, cap(ordered)+1)
+	free := make(chan chan encoded, cap(ordered)+1)
 	var wg sync.WaitGroup
 	for range p.workers {
 		wg.Add(1)
@@ -77,11 +90,10 @@ func (p *pipeline) run(soft, hard context.Context) {
 			}
 		}()
 	}
-	collected := make(chan struct{})
+	collected := make(chan error, 1)
 	go func() {
-		defer close(collected)
-		defer close(p.out)
 		p.collect(hard, ordered, free)
+		collected <- p.pub.Drain(hard)
 	}()
 
 	send := func(w work) bool {
@@ -93,11 +105,11 @@ func (p *pipeline) run(soft, hard context.Context) {
 		if w.c.Verb == informers.SnapshotBegin {
 			p.items.open(w.c.SnapshotID)
 		}
-		var slot chan sink.Envelope
+		var slot chan encoded
 		select {
 		case slot = <-free:
 		default:
-			slot = make(chan sink.Envelope, 1)
+			slot = make(chan encoded, 1)
 		}
 		select {
 		case ordered <- slot:
@@ -142,15 +154,19 @@ func (p *pipeline) run(soft, hard context.Context) {
 	close(jobs)
 	close(ordered)
 	wg.Wait()
-	<-collected
+	return <-collected
 }
 
-// collect hands envelopes on in order, each once the budget has room for it.
-func (p *pipeline) collect(hard context.Context, ordered <-chan chan sink.Envelope, free chan<- chan sink.Envelope) {
+// collect hands envelopes to the publisher in order, each once the budget
+// has room for it, until ordered is closed or hard ends. The publisher is
+// called here rather than fed through a channel: handing each message to
+// another goroutine cost a wake-up per event (docs/performance.md, "The
+// collector publishes").
+func (p *pipeline) collect(hard context.Context, ordered <-chan chan encoded, free chan<- chan encoded) {
 	for slot := range ordered {
-		var env sink.Envelope
+		var e encoded
 		select {
-		case env = <-slot:
+		case e = <-slot:
 		case <-hard.Done():
 			return
 		}
@@ -158,23 +174,16 @@ func (p *pipeline) collect(hard context.Context, ordered <-chan chan sink.Envelo
 		case free <- slot:
 		default:
 		}
-		if env.Msg == nil && env.Build == nil {
+		if e.env.Msg == nil && e.env.Build == nil {
 			continue
 		}
-		n, err := p.budget.acquire(hard, msgBytes(env.Msg))
+		n, err := p.budget.acquire(hard, msgBytes(e.env.Msg))
 		if err != nil {
-			finishEnvelope(env, sink.ErrShutdown)
+			finishEnvelope(e.env, sink.ErrShutdown)
 			return
 		}
-		settle := env.Done
-		env.Done = func(err error) {
-			p.budget.release(n)
-			settle(err)
-		}
-		select {
-		case p.out <- env:
-		case <-hard.Done():
-			finishEnvelope(env, sink.ErrShutdown)
+		e.f.budget = n
+		if p.pub.Publish(hard, e.env) != nil {
 			return
 		}
 	}
@@ -182,7 +191,7 @@ func (p *pipeline) collect(hard context.Context, ordered <-chan chan sink.Envelo
 
 // envelope encodes w. Every path ends in one call of settle, or, for a
 // marker that cannot be encoded, in its snapshot's failure.
-func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
+func (p *pipeline) envelope(logger klog.Logger, w work) encoded {
 	verb, snapshotID := w.c.Verb, w.c.SnapshotID
 	f := &flight{w: w}
 	if verb == informers.SnapshotItem {
@@ -192,7 +201,7 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 	if verb == informers.SnapshotEnd {
 		// Encoded when every item before it is settled, with their count.
 		c := w.c
-		return sink.Envelope{Barrier: true, Done: done, Build: func() (*nats.Msg, error) {
+		return encoded{f: f, env: sink.Envelope{Barrier: true, Done: done, Build: func() (*nats.Msg, error) {
 			f.endCount, c.SnapshotUnpublished = p.items.close(snapshotID)
 			c.SnapshotCount = f.endCount
 			enc, err := p.encoder.EncodeWithin(c, p.maxPayload())
@@ -201,7 +210,7 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 				return nil, err
 			}
 			return enc.Msg, nil
-		}}
+		}}}
 	}
 	c := &f.w.c
 	limit := p.maxPayload()
@@ -217,100 +226,15 @@ func (p *pipeline) envelope(logger klog.Logger, w work) sink.Envelope {
 		if verb.IsMarker() {
 			logger.Error(err, "Cannot encode a snapshot marker", "resource", c.Resource.String(), "snapshotID", snapshotID)
 			p.markers.done(snapshotID, markerResult{err: err})
-			return sink.Envelope{}
+			return encoded{}
 		}
 		done(fmt.Errorf("%w: %w", errUnencodable, err))
-		return sink.Envelope{}
+		return encoded{}
 	}
 	if enc.Truncated {
 		p.metrics.OversizeObjects.WithLabelValues(c.Resource.String()).Inc()
 		logger.Info("Object exceeds the message size limit; published without its content (truncated=true)", "subject", enc.Msg.Subject, "id", enc.ID, "limit", limit)
 	}
 	f.enc = enc
-	return sink.Envelope{Msg: enc.Msg, Barrier: verb.IsMarker(), Tombstone: verb == informers.Deleted, Done: done}
-}
-
-// flight is one work from its encoding to its outcome.
-type flight struct {
-	w work
-	// stored counts the snapshot's items stored (items only).
-	stored *atomic.Int64
-	// endCount is the end marker's item count, taken when it is built.
-	endCount int
-	// enc is the message published, whose buffer settle hands back.
-	enc encode.Encoded
-}
-
-// errUnencodable is the outcome of a change that cannot be encoded in any
-// form.
-var errUnencodable = errors.New("cannot be encoded")
-
-// settle records the outcome of f's publish: the one place where metrics,
-// the snapshot's counts, the end marker's result and the intake's done for
-// the object are told. It runs once per flight; a change rejected with its
-// content goes back to the intake (requeue) and comes again as a new
-// flight, without its content.
-func (p *pipeline) settle(logger klog.Logger, f *flight, err error) {
-	w, c := f.w, f.w.c
-	if err == nil || errors.Is(err, sink.ErrRejected) {
-		// Stored, or refused for good: neither nats.go nor the publisher
-		// reads the message again. (After a shutdown or a fence a publish
-		// may still be pending in nats.go; that buffer is left alone.)
-		f.enc.Release()
-	}
-	object := w.ref != (objectRef{})
-	switch {
-	case err == nil:
-		resource := c.Resource.String()
-		p.metrics.EventsPublished.WithLabelValues(resource, string(c.Verb)).Inc()
-		if !w.since.IsZero() {
-			p.metrics.EventLag.WithLabelValues(resource).Observe(time.Since(w.since).Seconds())
-		}
-		if f.stored != nil {
-			f.stored.Add(1)
-		}
-		p.unpublishable.forget(c)
-	case errors.Is(err, errUnencodable):
-		p.giveUp(logger, w, err)
-	case errors.Is(err, sink.ErrRejected) && object && !w.truncate:
-		// The stream's limits may have changed: read them again and
-		// send the object without its content, in its turn.
-		p.counters.unacked.Add(1)
-		p.rereadLimits()
-		p.intake.requeue(w.ref, c, w.since)
-		return
-	case errors.Is(err, sink.ErrRejected) && object:
-		p.counters.unacked.Add(1)
-		p.giveUp(logger, w, err)
-	default:
-		p.counters.unacked.Add(1)
-	}
-	if c.Verb == informers.SnapshotEnd {
-		p.markers.done(c.SnapshotID, markerResult{stored: f.endCount, err: err})
-	}
-	if object {
-		p.intake.done(w.ref)
-	}
-}
-
-// giveUp records a change that cannot be published in any form. A snapshot
-// item is listed on its end marker every time; the log line and the count
-// come once per resourceVersion.
-func (p *pipeline) giveUp(logger klog.Logger, w work, err error) {
-	c := w.c
-	if c.Verb == informers.SnapshotItem {
-		p.items.leftOut(c.SnapshotID, w.ref.key)
-	}
-	if !p.unpublishable.record(c) {
-		return
-	}
-	p.metrics.Unpublishable.WithLabelValues(c.Resource.String()).Inc()
-	logger.Error(err, "Cannot publish this object even without its content; it is left out until it changes",
-		"resource", c.Resource.String(), "verb", c.Verb, "object", objectName(c.Object), "resourceVersion", resourceVersionOf(c.Object))
-}
-
-func finishEnvelope(env sink.Envelope, err error) {
-	if env.Done != nil {
-		env.Done(err)
-	}
+	return encoded{f: f, env: sink.Envelope{Msg: enc.Msg, Barrier: verb.IsMarker(), Tombstone: verb == informers.Deleted, Done: done}}
 }

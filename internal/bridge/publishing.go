@@ -19,7 +19,7 @@ type publishing struct {
 	pub     *sink.Publisher
 	cnt     counters
 	metrics *metrics.Metrics
-	// errc receives the publisher's result.
+	// errc receives the pipeline's result, once the publisher has drained.
 	errc chan error
 }
 
@@ -58,10 +58,9 @@ func startPublishing(soft, hard context.Context, wg *sync.WaitGroup, cfg *config
 		d.rereadLimits = func() {}
 	}
 	p := &pipeline{intake: in, guard: newOrderGuard(), encoder: d.encoder, workers: encodeWorkers(cfg), linger: cfg.PublishLinger,
-		budget: s.budget, out: make(chan sink.Envelope, cfg.PublishWindow), counters: &s.cnt, markers: s.markers, metrics: m,
+		budget: s.budget, pub: s.pub, counters: &s.cnt, markers: s.markers, metrics: m,
 		maxPayload: d.maxPayload, rereadLimits: d.rereadLimits, unpublishable: newUnpublishable()}
-	wg.Add(2)
-	go func() { defer wg.Done(); p.run(soft, hard) }()
-	go func() { defer wg.Done(); s.errc <- s.pub.Run(hard, p.out) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.errc <- p.run(soft, hard) }()
 	return s, nil
 }

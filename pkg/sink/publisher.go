@@ -125,10 +125,13 @@ type Publisher struct {
 	created      time.Time
 	lastActivity atomic.Int64
 
+	// lanes counts the goroutines of the subjects with a publish in flight.
+	lanes sync.WaitGroup
+
 	mu sync.Mutex
-	// lanes has an entry for every subject with a publish in flight; it
+	// busy has a lane for every subject with a publish in flight; it
 	// holds the messages parked behind that publish, oldest first.
-	lanes map[string]*lane
+	busy map[string]*lane
 	// idle holds lanes no subject uses, for the next to reuse: at most
 	// one per window slot.
 	idle []*lane
@@ -142,7 +145,7 @@ func NewPublisher(js AsyncPublisher, opts ...Option) (*Publisher, error) {
 			return nil, err
 		}
 	}
-	return &Publisher{js: js, opts: o, slots: make(chan struct{}, o.window), lanes: map[string]*lane{}, created: time.Now()}, nil
+	return &Publisher{js: js, opts: o, slots: make(chan struct{}, o.window), busy: map[string]*lane{}, created: time.Now()}, nil
 }
 
 // InFlight is the number of messages accepted and not yet settled: those
@@ -168,75 +171,45 @@ func (p *Publisher) LastActivity() time.Time {
 func (p *Publisher) active() { p.lastActivity.Store(int64(time.Since(p.created)) + 1) }
 
 // Run publishes everything from in, in order per subject, until in is closed
-// and every message is acknowledged, or ctx ends. A message whose subject
-// has a publish in flight is parked until that publish settles, and Run
-// moves on to the next message at once: one slow or failing subject does
-// not hold back the others. Messages still pending when ctx ends get
-// ErrShutdown. It returns ctx's error if ctx ended first.
+// and every message is acknowledged, or ctx ends: Publish for each message,
+// then Drain. It returns ctx's error if ctx ended first.
 func (p *Publisher) Run(ctx context.Context, in <-chan Envelope) error {
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return p.Drain(ctx)
 		case env, ok := <-in:
-			if !ok {
-				return p.drain(ctx)
-			}
-			if err := p.dispatch(ctx, &wg, env); err != nil {
-				finish(env, ErrShutdown)
-				return err
+			if !ok || p.Publish(ctx, env) != nil {
+				return p.Drain(ctx)
 			}
 		}
 	}
 }
 
-// drain waits until every slot is free, i.e. nothing is in flight or parked.
-func (p *Publisher) drain(ctx context.Context) error {
-	held, err := p.acquire(ctx, p.opts.window)
-	p.release(held)
-	return err
-}
-
-// dispatch hands env on and returns without waiting for its publish, except
-// for a barrier, which is published here, when every earlier message has
-// settled, so that nothing after it is dispatched before it is stored. It
-// fails only when ctx ends before env could be accepted.
-func (p *Publisher) dispatch(ctx context.Context, wg *sync.WaitGroup, env Envelope) error {
-	if env.Barrier {
-		return p.barrier(ctx, env)
-	}
-	held, err := p.acquire(ctx, 1)
-	if err != nil {
-		p.release(held)
+// Publish hands env on, in order per subject, and returns without waiting
+// for its publish, except that it waits for a slot in the window, and a
+// barrier waits until it is stored. A message whose subject has a publish
+// in flight is parked until that publish settles: one slow or failing
+// subject does not hold back the others. Publish fails, giving env
+// ErrShutdown, only when ctx ends before env was accepted; messages still
+// pending when ctx ends get ErrShutdown too. Calls must not overlap: the
+// order of the calls is the order messages are sent in.
+func (p *Publisher) Publish(ctx context.Context, env Envelope) error {
+	if err := p.dispatch(ctx, env); err != nil {
+		finish(env, ErrShutdown)
 		return err
 	}
-	p.track(1)
-	subject := env.Msg.Subject
-	p.mu.Lock()
-	if l, busy := p.lanes[subject]; busy {
-		l.parked = append(l.parked, env)
-		p.mu.Unlock()
-		return nil
-	}
-	p.lanes[subject] = p.newLane()
-	p.mu.Unlock()
-	// The first attempt is sent here rather than by the lane: a lane
-	// parks on its acknowledgement at once, which lets nats.go's flusher
-	// run and write each message on its own, where messages sent one
-	// after the other from here are written together
-	// (docs/performance.md, "Publishing from the dispatcher").
-	var first sent
-	if ctx.Err() == nil {
-		first = p.send(env)
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		p.runLane(ctx, subject, env, first)
-	}()
 	return nil
+}
+
+// Drain waits until every message handed on is settled: acknowledged,
+// given up, or, once ctx ends, given ErrShutdown. It returns ctx's error if
+// ctx has ended.
+func (p *Publisher) Drain(ctx context.Context) error {
+	// A subject's lane goroutine runs while the subject has a message in
+	// flight or parked, and a barrier is settled before Publish returns.
+	p.lanes.Wait()
+	return ctx.Err()
 }
 
 // barrier publishes env once everything accepted before it has settled.
