@@ -32,7 +32,11 @@
 // gzip off by default, an informer asks for it), +gogc=N, +procs=N and a
 // bridge mode's +linger=D. Each mode is compared with the typed informer
 // run with the same gzip and GOMAXPROCS settings (÷ floor), and with the
-// typed informer as client-go sets one up (÷ client-go's defaults).
+// typed informer as client-go sets one up (÷ client-go's defaults). A mode
+// listed twice runs twice; a floor run more than once is the mean of its
+// runs, so listing it before and after the others (-modes
+// typed+nogzip,bridge-typed,typed+nogzip) brackets them against a machine
+// whose speed drifts during the run.
 //
 // With -churn N, once a child is ready (cache synced; for the bridge, the
 // start-up snapshot stored) the parent makes N changes at -churn-rate per

@@ -113,19 +113,22 @@ func printChurnReport(w io.Writer, b *bench, runs []run) {
 	fmt.Fprintf(w, "\n| mode | CPU s during the churn | CPU ms per 1,000 events | ÷ %s (same gzip and GOMAXPROCS settings) | kube-apiserver CPU ms per 1,000 events (the churn's writes and this mode's watch) | write / read syscalls per event | voluntary context switches per event |\n", refLabel)
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|")
 	perK := func(rn run) float64 { return cpuPerThousand(rn, c.mix) }
-	cpuRef := func(rn run) *run {
-		if r := floorOf(runs, rn); r != nil {
-			return r
+	cpuRef := func(rn run) float64 {
+		if fs := floorRuns(runs, rn); len(fs) > 0 {
+			return meanOf(fs, perK)
 		}
-		return ref
+		if ref != nil && ref.churn != nil {
+			return perK(*ref)
+		}
+		return 0
 	}
 	for _, rn := range runs {
 		if rn.churn == nil {
 			continue
 		}
 		ratio := "–"
-		if r := cpuRef(rn); r != nil && r.churn != nil {
-			ratio = fmt.Sprintf("%.2f", perK(rn)/perK(*r))
+		if r := cpuRef(rn); r > 0 {
+			ratio = fmt.Sprintf("%.2f", perK(rn)/r)
 		}
 		apiserver := "–"
 		if rn.apiserverCPU > 0 {
@@ -166,26 +169,39 @@ func perEvent(n int64, mix churnMix) string {
 	return fmt.Sprintf("%.2f", float64(n)/float64(mix.total()))
 }
 
-// floorOf is the typed informer run with rn's gzip and GOMAXPROCS
-// settings: the floor a mode is compared with. Nil when there was none.
-func floorOf(runs []run, rn run) *run {
-	for i := range runs {
-		if runs[i].m.name == "typed" && runs[i].ready.Gzip == rn.ready.Gzip && runs[i].m.procs == rn.m.procs && runs[i].churn != nil {
-			return &runs[i]
-		}
-	}
-	return nil
+// floorRuns are the typed informer runs with rn's gzip and GOMAXPROCS
+// settings: the floor a mode is compared with is their mean. Listing the
+// floor's mode before and after the others (-modes
+// typed+nogzip,bridge-typed,typed+nogzip) brackets them, so that a machine
+// whose speed drifts during the run moves the floor with them.
+func floorRuns(runs []run, rn run) []run {
+	return typedRuns(runs, rn.ready.Gzip, rn.m.procs)
 }
 
-// defaultFloor is the typed informer run as client-go sets one up: gzip on,
-// Go's GOMAXPROCS. Nil when there was none.
-func defaultFloor(runs []run) *run {
-	for i := range runs {
-		if runs[i].m.name == "typed" && runs[i].ready.Gzip && runs[i].m.procs == "" && runs[i].churn != nil {
-			return &runs[i]
+// clientGoRuns are the typed informer runs as client-go sets one up: gzip
+// on, Go's GOMAXPROCS.
+func clientGoRuns(runs []run) []run { return typedRuns(runs, true, "") }
+
+func typedRuns(runs []run, gzip bool, procs string) []run {
+	var out []run
+	for _, r := range runs {
+		if r.m.name == "typed" && r.ready.Gzip == gzip && r.m.procs == procs && r.churn != nil {
+			out = append(out, r)
 		}
 	}
-	return nil
+	return out
+}
+
+// meanOf is the mean of f over rs, or 0 for none.
+func meanOf(rs []run, f func(run) float64) float64 {
+	if len(rs) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, r := range rs {
+		sum += f(r)
+	}
+	return sum / float64(len(rs))
 }
 
 // printVersus prints each mode against its floor, the bare typed informer
@@ -193,7 +209,7 @@ func defaultFloor(runs []run) *run {
 // start (after a collection, once ready), peak RSS over the whole life, the
 // bridge's start-up snapshot and its events' mean lag over the churn.
 func printVersus(w io.Writer, b *bench, runs []run) {
-	fmt.Fprintf(w, "\nAgainst the floor (the typed informer with the same gzip and GOMAXPROCS settings), %d objects, churn of %s:\n\n", b.objects, b.churn.mix)
+	fmt.Fprintf(w, "\nAgainst the floor (the typed informer with the same gzip and GOMAXPROCS settings; the mean of its runs where it ran more than once), %d objects, churn of %s:\n\n", b.objects, b.churn.mix)
 	fmt.Fprintln(w, "| mode | CPU ms per 1,000 events | ÷ floor | ÷ client-go's defaults | RSS after start MiB | ÷ floor | peak RSS MiB | ÷ floor | start-up snapshot s | mean event lag over the churn ms |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	ratio := func(v, floor float64) string {
@@ -206,17 +222,15 @@ func printVersus(w io.Writer, b *bench, runs []run) {
 		if rn.churn == nil {
 			continue
 		}
-		cpu, rss, peak := cpuPerThousand(rn, b.churn.mix), float64(rn.ready.VmRSSKiB), float64(rn.churn.VmHWMKiB)
-		var fCPU, fRSS, fPeak float64
-		if f := floorOf(runs, rn); f != nil {
-			fCPU, fRSS, fPeak = cpuPerThousand(*f, b.churn.mix), float64(f.ready.VmRSSKiB), float64(f.churn.VmHWMKiB)
-		}
+		perK := func(r run) float64 { return cpuPerThousand(r, b.churn.mix) }
+		rssOf := func(r run) float64 { return float64(r.ready.VmRSSKiB) }
+		peakOf := func(r run) float64 { return float64(r.churn.VmHWMKiB) }
+		cpu, rss, peak := perK(rn), rssOf(rn), peakOf(rn)
+		fs := floorRuns(runs, rn)
+		fCPU, fRSS, fPeak := meanOf(fs, perK), meanOf(fs, rssOf), meanOf(fs, peakOf)
 		// The comparison: a bare informer as client-go sets it up
 		// (gzip on), whatever this mode's gzip.
-		var dCPU float64
-		if d := defaultFloor(runs); d != nil {
-			dCPU = cpuPerThousand(*d, b.churn.mix)
-		}
+		dCPU := meanOf(clientGoRuns(runs), perK)
 		snapshot := "–"
 		if rn.ready.SnapshotSecs > 0 {
 			snapshot = strconv.FormatFloat(rn.ready.SnapshotSecs, 'f', 2, 64)

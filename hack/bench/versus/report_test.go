@@ -1,0 +1,35 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// churnRun is a run that spent cpu seconds over the churn.
+func churnRun(m mode, gzip bool, cpu float64) run {
+	ready := result{Gzip: gzip, VmRSSKiB: 100 << 10}
+	ready.End.CPUSecs = 1
+	churn := &result{VmHWMKiB: 200 << 10}
+	churn.Start.CPUSecs = 1 + cpu
+	return run{m: m, ready: ready, churn: churn}
+}
+
+// A floor run before and after the bridge brackets it: the bridge is
+// compared with their mean, and each floor run with it too.
+func TestVersusComparesWithTheMeanOfTheFloorRuns(t *testing.T) {
+	floor := mode{name: "typed", label: "floor", noGzip: true}
+	bridge := mode{name: "bridge-typed", label: "bridge"}
+	runs := []run{churnRun(floor, false, 1.0), churnRun(bridge, false, 2.6), churnRun(floor, false, 3.0)}
+	b := &bench{objects: 10, churn: churnOptions{mix: churnMix{creates: 1000}}}
+	var out strings.Builder
+	printVersus(&out, b, runs)
+	for _, want := range []string{
+		"| floor | 1000.0 | 0.50 |",
+		"| bridge | 2600.0 | 1.30 |",
+		"| floor | 3000.0 | 1.50 |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in\n%s", want, out.String())
+		}
+	}
+}
