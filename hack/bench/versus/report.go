@@ -218,19 +218,19 @@ func printVersus(w io.Writer, b *bench, runs []run) {
 		}
 		return fmt.Sprintf("%.2f", v/floor)
 	}
+	perK := func(r run) float64 { return cpuPerThousand(r, b.churn.mix) }
+	rssOf := func(r run) float64 { return float64(r.ready.VmRSSKiB) }
+	peakOf := func(r run) float64 { return float64(r.churn.VmHWMKiB) }
+	// The comparison: a bare informer as client-go sets it up
+	// (gzip on), whatever a mode's gzip.
+	dCPU := meanOf(clientGoRuns(runs), perK)
 	for _, rn := range runs {
 		if rn.churn == nil {
 			continue
 		}
-		perK := func(r run) float64 { return cpuPerThousand(r, b.churn.mix) }
-		rssOf := func(r run) float64 { return float64(r.ready.VmRSSKiB) }
-		peakOf := func(r run) float64 { return float64(r.churn.VmHWMKiB) }
 		cpu, rss, peak := perK(rn), rssOf(rn), peakOf(rn)
 		fs := floorRuns(runs, rn)
 		fCPU, fRSS, fPeak := meanOf(fs, perK), meanOf(fs, rssOf), meanOf(fs, peakOf)
-		// The comparison: a bare informer as client-go sets it up
-		// (gzip on), whatever this mode's gzip.
-		dCPU := meanOf(clientGoRuns(runs), perK)
 		snapshot := "–"
 		if rn.ready.SnapshotSecs > 0 {
 			snapshot = strconv.FormatFloat(rn.ready.SnapshotSecs, 'f', 2, 64)
