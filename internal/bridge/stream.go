@@ -16,7 +16,7 @@ import (
 	"github.com/kubebridge/kubebridge/pkg/sink"
 )
 
-// streamConfig is the stream the bridge creates when it is missing. An
+// StreamConfig is the stream the bridge creates when it is missing. An
 // existing stream is compared with it: what it lacks is logged, and the
 // encoder only sends the headers the stream takes (newEncoder).
 //
@@ -32,7 +32,7 @@ import (
 // attributes on the object's subject, which a consumer reading the last
 // message per subject would have to tell apart; and they raise every
 // message TTL to their own.
-func streamConfig(cfg *config.Config, subjects contract.Subjects) jetstream.StreamConfig {
+func StreamConfig(cfg *config.Config, subjects contract.Subjects) jetstream.StreamConfig {
 	storage := jetstream.FileStorage
 	if cfg.StreamStorage == "memory" {
 		storage = jetstream.MemoryStorage
@@ -59,7 +59,7 @@ func streamConfig(cfg *config.Config, subjects contract.Subjects) jetstream.Stre
 // for JetStream to answer: no responders, no leader or a timeout is an
 // outage to wait out, not a reason to exit and crash-loop.
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg *config.Config, subjects contract.Subjects, attempts func(error)) (*jetstream.StreamInfo, error) {
-	return sink.WaitForStream(ctx, js, streamConfig(cfg, subjects), subjects.ClusterWildcard(), sink.WithAttemptObserver(attempts))
+	return sink.WaitForStream(ctx, js, StreamConfig(cfg, subjects), subjects.ClusterWildcard(), sink.WithAttemptObserver(attempts))
 }
 
 // newEncoder is the encoder of a term (0: none yet) for the stream info

@@ -13,12 +13,12 @@ import (
 )
 
 func TestStreamConfig(t *testing.T) {
-	c := streamConfig(testConfig(t, nil), testSubjects)
+	c := StreamConfig(testConfig(t, nil), testSubjects)
 	if c.Retention != jetstream.LimitsPolicy || c.MaxMsgsPerSubject != 8 || !c.AllowMsgTTL || !c.AllowRollup || c.DenyPurge {
 		t.Errorf("default stream: retention %v, max_msgs_per_subject %d, allow_msg_ttl %v, allow_rollup_hdrs %v, deny_purge %v; want limits, 8, true, true, false",
 			c.Retention, c.MaxMsgsPerSubject, c.AllowMsgTTL, c.AllowRollup, c.DenyPurge)
 	}
-	c = streamConfig(testConfig(t, map[string]string{"BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT": "-1", "BRIDGE_TOMBSTONE_TTL": "0"}), testSubjects)
+	c = StreamConfig(testConfig(t, map[string]string{"BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT": "-1", "BRIDGE_TOMBSTONE_TTL": "0"}), testSubjects)
 	if c.MaxMsgsPerSubject != -1 || c.AllowMsgTTL || c.AllowRollup {
 		t.Errorf("unlimited, deletes kept: max_msgs_per_subject %d, allow_msg_ttl %v, allow_rollup_hdrs %v; want -1, false, false",
 			c.MaxMsgsPerSubject, c.AllowMsgTTL, c.AllowRollup)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,6 +86,8 @@ func child(args []string) error {
 	start := time.Now()
 	objects := -1
 	var stopBridge func() error
+	// rawPublish is the publish-raw mode's time to publish its objects.
+	var rawPublish time.Duration
 	// events counts notifications after the initial list, with -wait
 	// only: a handler would change what the plain informer rows measure.
 	var events atomic.Int64
@@ -116,9 +117,9 @@ func child(args []string) error {
 	switch name {
 	case "baseline":
 		objects = -1
-	case "typed", "typed-transform":
+	case "typed", "typed-transform", "publish-raw", "publish-raw-items":
 		opts := []kinformers.SharedInformerOption{kinformers.WithNamespace(namespace), kinformers.WithTweakListOptions(tweak)}
-		if name == "typed-transform" {
+		if name != "typed" {
 			opts = append(opts, kinformers.WithTransform(transform))
 		}
 		f := kinformers.NewSharedInformerFactoryWithOptions(kube.Clients.Typed, 0, opts...)
@@ -128,6 +129,12 @@ func child(args []string) error {
 			return err
 		}
 		defer runtime.KeepAlive(inf)
+		if strings.HasPrefix(name, "publish-raw") {
+			raw := bridgeChild{mode: name, namespace: namespace, natsURL: *natsURL, stream: *stream}
+			if rawPublish, err = publishRaw(ctx, inf.GetStore(), raw, name == "publish-raw-items"); err != nil {
+				return err
+			}
+		}
 	case "dynamic", "dynamic-transform":
 		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(kube.Clients.Dynamic, 0, namespace, tweak)
 		inf := f.ForResource(gvr).Informer()
@@ -193,6 +200,8 @@ func child(args []string) error {
 		pk.fill(&r)
 		if u := pk.metricsURL.Load(); u != nil {
 			r.SnapshotSecs, r.LagSumSecs, r.LagCount = scrapeTotals(*u)
+		} else if rawPublish > 0 {
+			r.SnapshotSecs = rawPublish.Seconds()
 		}
 		debug.FreeOSMemory()
 		r.FreedRSS, _ = procStatus()
@@ -231,63 +240,6 @@ func child(args []string) error {
 		return stopBridge()
 	}
 	return nil
-}
-
-// awaitChurn reads "measure N" from the parent and, for an informer mode,
-// waits until the informer delivered N events.
-func awaitChurn(ctx context.Context, informer bool, events *atomic.Int64) error {
-	in := bufio.NewScanner(os.Stdin)
-	if !in.Scan() {
-		return errors.New("parent closed stdin before the churn was done")
-	}
-	var want int64
-	if _, err := fmt.Sscanf(in.Text(), "measure %d", &want); err != nil {
-		return fmt.Errorf("parent said %q: %w", in.Text(), err)
-	}
-	if !informer {
-		return nil
-	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for events.Load() < want {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("informer delivered %d events after 5m, want %d", events.Load(), want)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-// startInformer starts an informer's factory, counting the informer's
-// events when wait is set, and returns how many objects it holds once
-// synced.
-func startInformer(ctx context.Context, start func(<-chan struct{}), inf cache.SharedIndexInformer, counter cache.ResourceEventHandler, wait bool) (int, error) {
-	if wait {
-		if _, err := inf.AddEventHandler(counter); err != nil {
-			return 0, err
-		}
-	}
-	start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return 0, errors.New("cache did not sync")
-	}
-	return len(inf.GetStore().ListKeys()), nil
-}
-
-// countingQueue counts a Source's changes after its initial list, as the
-// informer modes' handler does, with -wait only.
-type countingQueue struct {
-	events *atomic.Int64
-	wait   bool
-}
-
-func (q countingQueue) Add(c informers.Change) {
-	if q.wait {
-		q.events.Add(1)
-	}
 }
 
 // gogcReport is what the child reports as its GOGC: the target it set, or

@@ -44,6 +44,8 @@ var modes = []mode{
 	{name: "dynamic", label: "dynamic informer (unstructured, JSON)"},
 	{name: "dynamic-transform", label: "dynamic informer + transform"},
 	{name: "typed-shard", label: "typed informer, one shard"},
+	{name: "publish-raw", label: "informer, then its objects published raw (the snapshot's floor)"},
+	{name: "publish-raw-items", label: "informer, then the bridge's snapshot items for its objects published raw"},
 	{name: "bridge-typed", label: "bridge, typed path"},
 	{name: "bridge-dynamic", label: "bridge, dynamic path"},
 	{name: "bridge-shard", label: "bridge, typed path, one shard"},

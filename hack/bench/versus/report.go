@@ -38,6 +38,7 @@ func printReport(w io.Writer, b *bench, runs []run, serverVersion string, maxPay
 			rn.m.label, kib(r.VmRSSKiB), kib(r.VmHWMKiB), kib(r.FreedRSS), mib(r.HeapInuse), mib(r.HeapAlloc),
 			r.HeapInuse/uint64(objects), delta, r.ReadySecs, snapshot)
 	}
+	printSnapshotFloor(w, runs)
 	if b.churn.mix.total() > 0 {
 		printChurnReport(w, b, runs)
 		printVersus(w, b, runs)

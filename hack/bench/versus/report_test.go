@@ -33,3 +33,28 @@ func TestVersusComparesWithTheMeanOfTheFloorRuns(t *testing.T) {
 		}
 	}
 }
+
+// A bridge's start-up snapshot is compared with the mean of the
+// publish-raw runs, and not at all without one.
+func TestSnapshotComparedWithTheMeanOfTheRawRuns(t *testing.T) {
+	snapshot := func(m mode, secs float64) run { return run{m: m, ready: result{SnapshotSecs: secs}} }
+	raw := mode{name: "publish-raw", label: "raw"}
+	bridge := mode{name: "bridge-typed", label: "bridge"}
+
+	var out strings.Builder
+	printSnapshotFloor(&out, []run{snapshot(raw, 1.0), snapshot(bridge, 4.5), snapshot(raw, 2.0)})
+	for _, want := range []string{"mean of 2 run(s): 1.50 s", "| bridge | 4.50 | 3.00 |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "| raw |") {
+		t.Errorf("a raw run compared with itself:\n%s", out.String())
+	}
+
+	out.Reset()
+	printSnapshotFloor(&out, []run{snapshot(bridge, 4.5)})
+	if out.Len() != 0 {
+		t.Errorf("printed without a raw run:\n%s", out.String())
+	}
+}

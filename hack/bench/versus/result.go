@@ -21,7 +21,8 @@ type result struct {
 	ReadySecs float64 `json:"readySeconds"`
 	// SnapshotSecs is the bridge's start-up snapshot, begin marker to the
 	// end marker's acknowledgement (kubebridge_snapshot_duration_seconds);
-	// 0 for an informer.
+	// for publish-raw and publish-raw-items, the first publish to the last
+	// acknowledgement (publishRaw); 0 for an informer.
 	SnapshotSecs float64 `json:"snapshotSeconds"`
 	// LagSumSecs and LagCount are the bridge's kubebridge_event_lag_seconds
 	// sum and count over every resource: from a change observed to its
