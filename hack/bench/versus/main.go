@@ -38,6 +38,13 @@
 // typed+nogzip,bridge-typed,typed+nogzip) brackets them against a machine
 // whose speed drifts during the run.
 //
+// The start-up snapshot's floor: publish-raw caches the objects as the
+// bridge does, then publishes each, marshalled by encoding/json, with
+// nats.go alone, and times it; publish-raw-items does the same with the
+// bridge's own snapshot items. Every bridge's snapshot is compared with
+// the mean of the publish-raw runs (-modes
+// publish-raw,bridge-typed,publish-raw brackets it).
+//
 // With -churn N, once a child is ready (cache synced; for the bridge, the
 // start-up snapshot stored) the parent makes N changes at -churn-rate per
 // second: -churn-mix lists their kinds, made in equal parts in the order
