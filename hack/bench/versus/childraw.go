@@ -47,9 +47,10 @@ func publishRaw(ctx context.Context, store cache.Store, b bridgeChild, asItems b
 	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
 	configMaps := &informers.Resource{GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), Kind: "ConfigMap", Namespaced: true}
 
-	msgs := make([]*nats.Msg, 0, len(store.List()))
+	cached := store.List()
+	msgs := make([]*nats.Msg, 0, len(cached))
 	enc := &encode.Encoder{Subjects: subjects, Term: 1}
-	for _, o := range store.List() {
+	for _, o := range cached {
 		cm, ok := o.(*corev1.ConfigMap)
 		if !ok {
 			return 0, fmt.Errorf("cache holds a %T", o)
