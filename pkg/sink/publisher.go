@@ -204,7 +204,8 @@ func (p *Publisher) Publish(ctx context.Context, env Envelope) error {
 
 // Drain waits until every message handed on is settled: acknowledged,
 // given up, or, once ctx ends, given ErrShutdown. It returns ctx's error if
-// ctx has ended.
+// ctx has ended. Like Publish it must not overlap another call of Publish:
+// it waits for the lanes those calls start.
 func (p *Publisher) Drain(ctx context.Context) error {
 	// A subject's lane goroutine runs while the subject has a message in
 	// flight or parked, and a barrier is settled before Publish returns.
