@@ -51,6 +51,13 @@ type usage struct {
 	// its CPU to wait, for work or for the kernel (getrusage's nvcsw):
 	// each is a thread put to sleep and, later, woken.
 	Switches int64 `json:"contextSwitches"`
+	// GCCycles counts the collections finished, and GCCPUSecs is the
+	// runtime's estimate of the CPU its collector used, assists included
+	// (/cpu/classes/gc/total:cpu-seconds): which share of a child's CPU
+	// the garbage it makes costs. The estimate is only brought up to date
+	// at the end of a cycle.
+	GCCycles  int64   `json:"gcCycles"`
+	GCCPUSecs float64 `json:"gcCPUSeconds"`
 }
 
 func readUsage() usage {
@@ -61,6 +68,15 @@ func readUsage() usage {
 		u.Switches = ru.Nvcsw
 	}
 	u.Reads, u.Writes = syscallCounts("/proc/self/io")
+	gc := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(gc)
+	u.GCCycles, u.GCCPUSecs = -1, -1
+	if gc[0].Value.Kind() == metrics.KindUint64 {
+		u.GCCycles = int64(gc[0].Value.Uint64())
+	}
+	if gc[1].Value.Kind() == metrics.KindFloat64 {
+		u.GCCPUSecs = gc[1].Value.Float64()
+	}
 	return u
 }
 

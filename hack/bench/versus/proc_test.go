@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -55,6 +56,26 @@ func TestReadUsageCountsWritesAndSwitches(t *testing.T) {
 	if r, w := syscallCounts("/proc/0/io"); r != -1 || w != -1 {
 		t.Errorf("counts of no process: %d, %d", r, w)
 	}
+}
+
+func TestReadUsageCountsCollections(t *testing.T) {
+	before := readUsage()
+	garbage := make([][]byte, 0, 64)
+	for range 3 {
+		for range 64 {
+			garbage = append(garbage, make([]byte, 64<<10))
+		}
+		garbage = garbage[:0]
+		runtime.GC()
+	}
+	after := readUsage()
+	if n := after.GCCycles - before.GCCycles; before.GCCycles < 0 || n < 3 {
+		t.Errorf("collections went from %d to %d over 3 runtime.GC calls", before.GCCycles, after.GCCycles)
+	}
+	if before.GCCPUSecs < 0 || after.GCCPUSecs <= before.GCCPUSecs {
+		t.Errorf("the collector's CPU went from %g to %g s over 3 collections", before.GCCPUSecs, after.GCCPUSecs)
+	}
+	runtime.KeepAlive(garbage)
 }
 
 // procStatus reads this process's resident set and its peak, in KiB.

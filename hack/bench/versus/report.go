@@ -111,8 +111,8 @@ func printChurnReport(w io.Writer, b *bench, runs []run) {
 	}
 	// CPU is compared with the typed informer run the same way (gzip on
 	// or off), when there is one.
-	fmt.Fprintf(w, "\n| mode | CPU s during the churn | CPU ms per 1,000 events | ÷ %s (same gzip and GOMAXPROCS settings) | kube-apiserver CPU ms per 1,000 events (the churn's writes and this mode's watch) | write / read syscalls per event | voluntary context switches per event |\n", refLabel)
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintf(w, "\n| mode | CPU s during the churn | CPU ms per 1,000 events | ÷ %s (same gzip and GOMAXPROCS settings) | kube-apiserver CPU ms per 1,000 events (the churn's writes and this mode's watch) | write / read syscalls per event | voluntary context switches per event | GC cycles | GC CPU ms per 1,000 events (the runtime's estimate) |\n", refLabel)
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|")
 	perK := func(rn run) float64 { return cpuPerThousand(rn, c.mix) }
 	cpuRef := func(rn run) float64 {
 		if fs := floorRuns(runs, rn); len(fs) > 0 {
@@ -136,8 +136,15 @@ func printChurnReport(w io.Writer, b *bench, runs []run) {
 			apiserver = fmt.Sprintf("%.1f", rn.apiserverCPU*1000/float64(c.mix.total())*1000)
 		}
 		u := rn.churnUsage()
-		fmt.Fprintf(w, "| %s | %.2f | %.1f | %s | %s | %s / %s | %s |\n", rn.m.label, u.CPUSecs, perK(rn), ratio, apiserver,
-			perEvent(u.Writes, c.mix), perEvent(u.Reads, c.mix), perEvent(u.Switches, c.mix))
+		cycles, gcCPU := "–", "–"
+		if u.GCCycles >= 0 {
+			cycles = strconv.FormatInt(u.GCCycles, 10)
+		}
+		if u.GCCPUSecs >= 0 {
+			gcCPU = fmt.Sprintf("%.1f", u.GCCPUSecs*1000/float64(c.mix.total())*1000)
+		}
+		fmt.Fprintf(w, "| %s | %.2f | %.1f | %s | %s | %s / %s | %s | %s | %s |\n", rn.m.label, u.CPUSecs, perK(rn), ratio, apiserver,
+			perEvent(u.Writes, c.mix), perEvent(u.Reads, c.mix), perEvent(u.Switches, c.mix), cycles, gcCPU)
 	}
 	fmt.Fprintln(w, "\n| mode | stream messages | snapshot begin/items/end | added events (held + rolled up) | updated events | updates they stand for | deleted events | coalesced events | truncated | mean updated event KiB |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")

@@ -58,7 +58,12 @@ type result struct {
 // ready measurement to the start of its churn measurement.
 func (rn run) churnUsage() usage {
 	a, b := rn.ready.End, rn.churn.Start
-	return usage{CPUSecs: b.CPUSecs - a.CPUSecs, Writes: since(a.Writes, b.Writes), Reads: since(a.Reads, b.Reads), Switches: since(a.Switches, b.Switches)}
+	gcCPU := -1.0
+	if a.GCCPUSecs >= 0 && b.GCCPUSecs >= 0 {
+		gcCPU = b.GCCPUSecs - a.GCCPUSecs
+	}
+	return usage{CPUSecs: b.CPUSecs - a.CPUSecs, Writes: since(a.Writes, b.Writes), Reads: since(a.Reads, b.Reads), Switches: since(a.Switches, b.Switches),
+		GCCycles: since(a.GCCycles, b.GCCycles), GCCPUSecs: gcCPU}
 }
 
 // since is the growth of a counter from a to b, or -1 if either is unread.
