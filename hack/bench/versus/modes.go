@@ -187,8 +187,9 @@ func selectModes(only string) ([]mode, error) {
 	return out, nil
 }
 
-// streamName is unique per mode run; stream names allow letters, digits,
-// "_" and "-".
+// streamName is the stream of mode m (one per mode: a mode listed again
+// has it removed first, see removeStream); stream names allow letters,
+// digits, "_" and "-".
 func streamName(m mode) string { return "VERSUS_" + strings.ToUpper(token(m.id())) }
 
 // token maps a mode run's id to letters, digits and "_", valid in stream

@@ -292,5 +292,3 @@ func moduleVersion(path string) string {
 	}
 	return "unknown"
 }
-
-// streamName is unique per mode run; stream names allow letters, digits,

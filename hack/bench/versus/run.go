@@ -25,6 +25,11 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
 	natsURL := b.env.NATSURL()
+	if strings.HasPrefix(m.name, "bridge-") {
+		if err := removeStream(ctx, natsURL, streamName(m)); err != nil {
+			return out, err
+		}
+	}
 	args := []string{"child", m.name, "-kubeconfig", b.kubeconfig, "-nats", natsURL, "-settle", b.settle.String(), "-stream", streamName(m),
 		"-namespaces", strconv.Itoa(b.layout.namespaces), "-shard", m.shard.String(), "-scrape-interval", b.scrapeEvery.String()}
 	if m.budget != "" {

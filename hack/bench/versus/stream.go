@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -135,4 +136,24 @@ func waitForChurn(ctx context.Context, url, name string, mix churnMix) (streamCo
 		case <-time.After(2 * time.Second):
 		}
 	}
+}
+
+// removeStream deletes the stream called name if there is one, so that a
+// mode listed more than once (bridge-typed,typed+nogzip,bridge-typed)
+// starts each run on an empty stream, as the first did, and its counts
+// are its own.
+func removeStream(ctx context.Context, url, name string) error {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	if err := js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("deleting stream %s: %w", name, err)
+	}
+	return nil
 }
