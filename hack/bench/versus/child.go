@@ -199,7 +199,8 @@ func child(args []string) error {
 		r.HeapInuse, r.HeapAlloc, r.HeapSys, r.Sys, r.NumGC = ms.HeapInuse, ms.HeapAlloc, ms.HeapSys, ms.Sys, ms.NumGC
 		pk.fill(&r)
 		if u := pk.metricsURL.Load(); u != nil {
-			r.SnapshotSecs, r.LagSumSecs, r.LagCount = scrapeTotals(*u)
+			t := scrapeTotals(*u)
+			r.SnapshotSecs, r.LagSumSecs, r.LagCount, r.PublishSumSecs, r.PublishCount = t.SnapshotSecs, t.LagSum, t.LagCount, t.PublishSum, t.PublishCount
 		} else if rawPublish > 0 {
 			r.SnapshotSecs = rawPublish.Seconds()
 		}

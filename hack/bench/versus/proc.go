@@ -217,21 +217,37 @@ func (p *peaks) fill(r *result) {
 	r.MaxHeapAlloc, r.MaxHeapInuse, r.MaxLiveHeap, r.MaxPending, r.MaxBufferBytes = p.heapAlloc, p.heapInuse, p.liveHeap, p.pending, p.bufferedBytes
 }
 
-// scrapeTotals reads from the bridge's /metrics the total of its snapshot
-// durations (at the ready measurement, the start-up snapshot's) and the
-// sum and count of its events' lags. Zeros if it cannot.
-func scrapeTotals(url string) (snapshot, lagSum, lagCount float64) {
+// bridgeTotals is what a bridge child's /metrics held at a measurement.
+type bridgeTotals struct {
+	// SnapshotSecs is the total of its snapshot durations: at the ready
+	// measurement, the start-up snapshot's.
+	SnapshotSecs float64
+	// The sum and count of its events' lags (a change observed to its
+	// acknowledgement) and of its publishes' latencies (an attempt to
+	// its acknowledgement): how much of the lag is the wait for NATS.
+	LagSum, LagCount         float64
+	PublishSum, PublishCount float64
+}
+
+// scrapeTotals reads a bridge child's totals from its /metrics; zeros if
+// it cannot.
+func scrapeTotals(url string) bridgeTotals {
+	var t bridgeTotals
 	scrapeMetrics(&http.Client{Timeout: 5 * time.Second}, url, func(name string, v float64) {
 		switch {
 		case strings.HasPrefix(name, "kubebridge_snapshot_duration_seconds_sum"):
-			snapshot += v
+			t.SnapshotSecs += v
 		case strings.HasPrefix(name, "kubebridge_event_lag_seconds_sum"):
-			lagSum += v
+			t.LagSum += v
 		case strings.HasPrefix(name, "kubebridge_event_lag_seconds_count"):
-			lagCount += v
+			t.LagCount += v
+		case strings.HasPrefix(name, "kubebridge_publish_latency_seconds_sum"):
+			t.PublishSum += v
+		case strings.HasPrefix(name, "kubebridge_publish_latency_seconds_count"):
+			t.PublishCount += v
 		}
 	})
-	return
+	return t
 }
 
 // scrapeGauges reads kubebridge_pending_objects and

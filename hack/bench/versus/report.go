@@ -218,8 +218,8 @@ func meanOf(rs []run, f func(run) float64) float64 {
 // bridge's start-up snapshot and its events' mean lag over the churn.
 func printVersus(w io.Writer, b *bench, runs []run) {
 	fmt.Fprintf(w, "\nAgainst the floor (the typed informer with the same gzip and GOMAXPROCS settings; the mean of its runs where it ran more than once), %d objects, churn of %s:\n\n", b.objects, b.churn.mix)
-	fmt.Fprintln(w, "| mode | CPU ms per 1,000 events | ÷ floor | ÷ client-go's defaults | RSS after start MiB | ÷ floor | peak RSS MiB | ÷ floor | start-up snapshot s | mean event lag over the churn ms |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| mode | CPU ms per 1,000 events | ÷ floor | ÷ client-go's defaults | RSS after start MiB | ÷ floor | peak RSS MiB | ÷ floor | start-up snapshot s | mean event lag over the churn ms | mean publish attempt to its acknowledgement ms |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	ratio := func(v, floor float64) string {
 		if floor <= 0 {
 			return "–"
@@ -247,8 +247,12 @@ func printVersus(w io.Writer, b *bench, runs []run) {
 		if n := rn.churn.LagCount - rn.ready.LagCount; n > 0 {
 			lag = strconv.FormatFloat((rn.churn.LagSumSecs-rn.ready.LagSumSecs)/n*1000, 'f', 1, 64)
 		}
-		fmt.Fprintf(w, "| %s | %.1f | %s | %s | %.1f | %s | %.1f | %s | %s | %s |\n",
-			rn.m.label, cpu, ratio(cpu, fCPU), ratio(cpu, dCPU), rss/1024, ratio(rss, fRSS), peak/1024, ratio(peak, fPeak), snapshot, lag)
+		ack := "–"
+		if n := rn.churn.PublishCount - rn.ready.PublishCount; n > 0 {
+			ack = strconv.FormatFloat((rn.churn.PublishSumSecs-rn.ready.PublishSumSecs)/n*1000, 'f', 1, 64)
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %s | %s | %.1f | %s | %.1f | %s | %s | %s | %s |\n",
+			rn.m.label, cpu, ratio(cpu, fCPU), ratio(cpu, dCPU), rss/1024, ratio(rss, fRSS), peak/1024, ratio(peak, fPeak), snapshot, lag, ack)
 	}
 }
 

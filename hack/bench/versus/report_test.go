@@ -58,3 +58,21 @@ func TestSnapshotComparedWithTheMeanOfTheRawRuns(t *testing.T) {
 		t.Errorf("printed without a raw run:\n%s", out.String())
 	}
 }
+
+// The lag and the publish latency are means over the churn alone: what
+// the start-up snapshot's publishes added before is taken off.
+func TestLagAndPublishLatencyAreThoseOfTheChurn(t *testing.T) {
+	floor := mode{name: "typed", label: "floor", noGzip: true}
+	bridge := mode{name: "bridge-typed", label: "bridge"}
+	rn := churnRun(bridge, false, 2.0)
+	rn.ready.LagSumSecs, rn.ready.LagCount = 500, 1000                // the snapshot's: 500 ms each
+	rn.ready.PublishSumSecs, rn.ready.PublishCount = 300, 1000        // 300 ms each
+	rn.churn.LagSumSecs, rn.churn.LagCount = 500+60, 1000+2000        // the churn's: 30 ms each
+	rn.churn.PublishSumSecs, rn.churn.PublishCount = 300+8, 1000+2000 // 4 ms each
+	b := &bench{objects: 10, churn: churnOptions{mix: churnMix{creates: 1000}}}
+	var out strings.Builder
+	printVersus(&out, b, []run{churnRun(floor, false, 1.0), rn})
+	if want := "| 30.0 | 4.0 |"; !strings.Contains(out.String(), want) {
+		t.Errorf("missing %q in\n%s", want, out.String())
+	}
+}

@@ -29,10 +29,14 @@ type result struct {
 	// acknowledgement. 0 for an informer.
 	LagSumSecs float64 `json:"eventLagSumSeconds"`
 	LagCount   float64 `json:"eventLagCount"`
-	GoVersion  string  `json:"goVersion"`
-	GOMAXPROCS int     `json:"gomaxprocs"`
-	GOGC       string  `json:"gogc"`
-	GOMEMLIMIT string  `json:"gomemlimit"`
+	// PublishSumSecs and PublishCount are kubebridge_publish_latency_seconds'
+	// sum and count: from a publish attempt to its acknowledgement.
+	PublishSumSecs float64 `json:"publishLatencySumSeconds"`
+	PublishCount   float64 `json:"publishLatencyCount"`
+	GoVersion      string  `json:"goVersion"`
+	GOMAXPROCS     int     `json:"gomaxprocs"`
+	GOGC           string  `json:"gogc"`
+	GOMEMLIMIT     string  `json:"gomemlimit"`
 	// Sampled every 200ms since the child started, so they can miss a
 	// short peak; VmHWM cannot.
 	MaxHeapAlloc uint64 `json:"maxHeapAlloc"`
