@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -215,74 +214,6 @@ func (p *peaks) fill(r *result) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r.MaxHeapAlloc, r.MaxHeapInuse, r.MaxLiveHeap, r.MaxPending, r.MaxBufferBytes = p.heapAlloc, p.heapInuse, p.liveHeap, p.pending, p.bufferedBytes
-}
-
-// bridgeTotals is what a bridge child's /metrics held at a measurement.
-type bridgeTotals struct {
-	// SnapshotSecs is the total of its snapshot durations: at the ready
-	// measurement, the start-up snapshot's.
-	SnapshotSecs float64
-	// The sum and count of its events' lags (a change observed to its
-	// acknowledgement) and of its publishes' latencies (an attempt to
-	// its acknowledgement): how much of the lag is the wait for NATS.
-	LagSum, LagCount         float64
-	PublishSum, PublishCount float64
-}
-
-// scrapeTotals reads a bridge child's totals from its /metrics; zeros if
-// it cannot.
-func scrapeTotals(url string) bridgeTotals {
-	var t bridgeTotals
-	scrapeMetrics(&http.Client{Timeout: 5 * time.Second}, url, func(name string, v float64) {
-		switch {
-		case strings.HasPrefix(name, "kubebridge_snapshot_duration_seconds_sum"):
-			t.SnapshotSecs += v
-		case strings.HasPrefix(name, "kubebridge_event_lag_seconds_sum"):
-			t.LagSum += v
-		case strings.HasPrefix(name, "kubebridge_event_lag_seconds_count"):
-			t.LagCount += v
-		case strings.HasPrefix(name, "kubebridge_publish_latency_seconds_sum"):
-			t.PublishSum += v
-		case strings.HasPrefix(name, "kubebridge_publish_latency_seconds_count"):
-			t.PublishCount += v
-		}
-	})
-	return t
-}
-
-// scrapeGauges reads kubebridge_pending_objects and
-// kubebridge_publish_buffer_bytes from the bridge's /metrics.
-func scrapeGauges(client *http.Client, url string) (pending, buffered int64) {
-	pending, buffered = -1, -1
-	scrapeMetrics(client, url, func(name string, v float64) {
-		switch name {
-		case "kubebridge_pending_objects":
-			pending = int64(v)
-		case "kubebridge_publish_buffer_bytes":
-			buffered = int64(v)
-		}
-	})
-	return
-}
-
-// scrapeMetrics calls fn with every sample's name (labels included) and
-// value in the text exposition at url; nothing if it cannot be read.
-func scrapeMetrics(client *http.Client, url string, fn func(name string, v float64)) {
-	resp, err := client.Get(url)
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		if f, err := strconv.ParseFloat(value, 64); err == nil {
-			fn(name, f)
-		}
-	}
 }
 
 func writeHeapProfile(path string) error {
