@@ -1,0 +1,227 @@
+// Command fencecost measures what the fence's condition costs JetStream as
+// the stream grows: the time from a publish to its acknowledgement, and
+// the CPU of this process (nats.go and an in-process nats-server
+// together), for updates to subjects whose last message is old, with and
+// without Nats-Expected-Last-Subject-Sequence.
+//
+// For that header nats-server loads the subject's last message
+// (store.LoadLastMsg in processJetStreamMsg); in a file store that reads
+// the message's whole block unless it is cached. One run is one process:
+//
+//	go run ./hack/bench/fencecost -objects 100000 -fenced=true
+//	go run ./hack/bench/fencecost -objects 100000 -fenced=false
+//
+// It preloads -objects subjects with one message each, as a start-up
+// snapshot leaves the stream, waits, then publishes -updates messages to
+// subjects spread over the whole key space at -rate per second, as a
+// churn of updates does.
+//
+// nats-server-last-seq.diff, next to this file, is a change to
+// nats-server v2.15.2 that takes the subject's last sequence from the
+// block's per-subject state instead of loading the message; to measure
+// it, build this command against a patched copy of the module:
+//
+//	cp -r $(go env GOMODCACHE)/github.com/nats-io/nats-server/v2@v2.15.2 /tmp/nsp && chmod -R u+w /tmp/nsp
+//	(cd /tmp/nsp && patch -p1 < $OLDPWD/hack/bench/fencecost/nats-server-last-seq.diff)
+//	cp go.mod /tmp/patched.mod && cp go.sum /tmp/patched.sum
+//	echo 'replace github.com/nats-io/nats-server/v2 => /tmp/nsp' >> /tmp/patched.mod
+//	go build -modfile=/tmp/patched.mod -o /tmp/fencecost-patched ./hack/bench/fencecost
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/kubebridge/kubebridge/internal/bridge"
+	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/pkg/contract"
+	"github.com/kubebridge/kubebridge/pkg/sink"
+)
+
+func main() {
+	objects := flag.Int("objects", 20000, "subjects preloaded with one message each")
+	updates := flag.Int("updates", 3000, "updates measured, each to a different preloaded subject")
+	rate := flag.Float64("rate", 1500, "updates per second")
+	size := flag.Int("size", 2500, "payload bytes per message")
+	fenced := flag.Bool("fenced", true, "send each update with Nats-Expected-Last-Subject-Sequence, as the bridge does")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the updates here")
+	flag.Parse()
+	if *updates > *objects {
+		fmt.Fprintln(os.Stderr, "fencecost: -updates must not exceed -objects: each goes to its own subject")
+		os.Exit(2)
+	}
+	if err := run(context.Background(), *objects, *updates, *rate, *size, *fenced, *cpuProfile); err != nil {
+		fmt.Fprintln(os.Stderr, "fencecost:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, objects, updates int, rate float64, size int, fenced bool, cpuProfile string) error {
+	dir, err := os.MkdirTemp("", "fencecost-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true})
+	if err != nil {
+		return err
+	}
+	go ns.Start()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		return fmt.Errorf("nats-server not ready after 10s")
+	}
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4000))
+	if err != nil {
+		return err
+	}
+
+	// The stream as the bridge sets it up with its defaults.
+	cfg, err := config.Load(ctx, envconfig.MapLookuper(map[string]string{"BRIDGE_RESOURCES": "configmaps"}))
+	if err != nil {
+		return err
+	}
+	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
+	stream, err := js.CreateStream(ctx, bridge.StreamConfig(cfg, subjects))
+	if err != nil {
+		return err
+	}
+	subject := func(i int) string {
+		return subjects.Object(contract.Type{Version: "v1", Resource: "configmaps"}, "bench", "cm-"+strconv.Itoa(i))
+	}
+	payload := []byte(strings.Repeat("x", size))
+
+	// The preload: every subject's last message is then in the blocks
+	// written before the updates start.
+	last := make([]uint64, objects)
+	futures := make([]jetstream.PubAckFuture, objects)
+	for i := range objects {
+		m := nats.NewMsg(subject(i))
+		m.Header.Set(contract.HeaderMsgID, "preload-"+strconv.Itoa(i))
+		m.Data = payload
+		if futures[i], err = js.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute)); err != nil {
+			return fmt.Errorf("preloading %s: %w", m.Subject, err)
+		}
+	}
+	for i, f := range futures {
+		select {
+		case ack := <-f.Ok():
+			last[i] = ack.Sequence
+		case err := <-f.Err():
+			return fmt.Errorf("preloading %s: %w", subject(i), err)
+		}
+	}
+	time.Sleep(2 * time.Second)
+
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	// Each acknowledgement is timed where it arrives, by a goroutine of
+	// its own, not when a loop reaches it.
+	latencies := make([]time.Duration, updates)
+	failures := make([]error, updates)
+	var acked sync.WaitGroup
+	// A stride coprime with -objects visits distinct subjects spread over
+	// the whole stream, so most updates land in a block other than the
+	// previous one's.
+	stride := 7919
+	for gcd(stride, objects) != 1 {
+		stride++
+	}
+	cpuBefore := cpuSeconds()
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	for k := range updates {
+		<-tick.C
+		i := (k * stride) % objects
+		m := nats.NewMsg(subject(i))
+		m.Header.Set(contract.HeaderMsgID, "update-"+strconv.Itoa(k))
+		if fenced {
+			m.Header.Set(sink.HeaderExpectedLastSubjectSequence, strconv.FormatUint(last[i], 10))
+		}
+		m.Data = payload
+		at := time.Now()
+		f, err := js.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute))
+		if err != nil {
+			return fmt.Errorf("updating %s: %w", m.Subject, err)
+		}
+		acked.Go(func() {
+			select {
+			case <-f.Ok():
+				latencies[k] = time.Since(at)
+			case failures[k] = <-f.Err():
+			}
+		})
+	}
+	acked.Wait()
+	if err := errors.Join(failures...); err != nil {
+		return fmt.Errorf("updates refused: %w", err)
+	}
+	cpu := cpuSeconds() - cpuBefore
+
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if want := uint64(objects + updates); info.State.Msgs != want {
+		return fmt.Errorf("the stream holds %d messages, want %d", info.State.Msgs, want)
+	}
+	report(objects, updates, fenced, latencies, cpu)
+	return nil
+}
+
+// report prints one line.
+func report(objects, updates int, fenced bool, latencies []time.Duration, cpu float64) {
+	var sum time.Duration
+	for _, l := range latencies {
+		sum += l
+	}
+	slices.Sort(latencies)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	fmt.Printf("objects=%d fenced=%t updates=%d: acknowledgement mean %.2f ms, p50 %.2f ms, p99 %.2f ms; CPU %.1f ms per 1,000 updates\n",
+		objects, fenced, updates, ms(sum/time.Duration(updates)), ms(latencies[updates/2]), ms(latencies[updates*99/100]), cpu*1e6/float64(updates))
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// cpuSeconds is this process's user and system CPU so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
