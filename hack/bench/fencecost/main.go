@@ -4,9 +4,10 @@
 // together), for updates to subjects whose last message is old, with and
 // without Nats-Expected-Last-Subject-Sequence.
 //
-// For that header nats-server loads the subject's last message
-// (store.LoadLastMsg in processJetStreamMsg); in a file store that reads
-// the message's whole block unless it is cached. One run is one process:
+// For that header nats-server v2.15.2 loads the subject's last
+// message (store.LoadLastMsg in processJetStreamMsg), which in a file
+// store reads the message's whole block unless it is cached; v2.15.3
+// reads the sequence alone (store.LoadLastSeq). One run is one process:
 //
 //	go run ./hack/bench/fencecost -objects 100000 -fenced=true
 //	go run ./hack/bench/fencecost -objects 100000 -fenced=false
@@ -14,18 +15,11 @@
 // It preloads -objects subjects with one message each, as a start-up
 // snapshot leaves the stream, waits, then publishes -updates messages to
 // subjects spread over the whole key space at -rate per second, as a
-// churn of updates does.
+// churn of updates does. To measure v2.15.2, build it with the module
+// versions of the commit before kubebridge moved to v2.15.3:
 //
-// nats-server-last-seq.diff, next to this file, is a change to
-// nats-server v2.15.2 that takes the subject's last sequence from the
-// block's per-subject state instead of loading the message; to measure
-// it, build this command against a patched copy of the module:
-//
-//	cp -r $(go env GOMODCACHE)/github.com/nats-io/nats-server/v2@v2.15.2 /tmp/nsp && chmod -R u+w /tmp/nsp
-//	(cd /tmp/nsp && patch -p1 < $OLDPWD/hack/bench/fencecost/nats-server-last-seq.diff)
-//	cp go.mod /tmp/patched.mod && cp go.sum /tmp/patched.sum
-//	echo 'replace github.com/nats-io/nats-server/v2 => /tmp/nsp' >> /tmp/patched.mod
-//	go build -modfile=/tmp/patched.mod -o /tmp/fencecost-patched ./hack/bench/fencecost
+//	git show 95c5d06:go.mod > /tmp/v2152.mod && git show 95c5d06:go.sum > /tmp/v2152.sum
+//	go build -modfile=/tmp/v2152.mod -o /tmp/fencecost-2152 ./hack/bench/fencecost
 package main
 
 import (
