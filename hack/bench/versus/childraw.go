@@ -75,15 +75,11 @@ func publishRaw(ctx context.Context, store cache.Store, b bridgeChild, asItems b
 		msgs = append(msgs, m)
 	}
 
-	nc, err := nats.Connect(b.natsURL)
+	js, closeConn, err := connectJetStream(b.natsURL)
 	if err != nil {
 		return 0, err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return 0, err
-	}
+	defer closeConn()
 	// A mode listed twice runs on the same stream: start it empty, or the
 	// second run's messages would be dropped as duplicates of the first's.
 	if err := js.DeleteStream(ctx, cfg.StreamName); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {

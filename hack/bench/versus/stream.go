@@ -42,15 +42,11 @@ type streamCount struct {
 // stream.
 func countStream(ctx context.Context, url, name string) (streamCount, error) {
 	var sc streamCount
-	nc, err := nats.Connect(url)
+	js, closeConn, err := connectJetStream(url)
 	if err != nil {
 		return sc, err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return sc, err
-	}
+	defer closeConn()
 	s, err := js.Stream(ctx, name)
 	if err != nil {
 		return sc, fmt.Errorf("stream %s: %w", name, err)
@@ -143,17 +139,28 @@ func waitForChurn(ctx context.Context, url, name string, mix churnMix) (streamCo
 // starts each run on an empty stream, as the first did, and its counts
 // are its own.
 func removeStream(ctx context.Context, url, name string) error {
-	nc, err := nats.Connect(url)
+	js, closeConn, err := connectJetStream(url)
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
+	defer closeConn()
 	if err := js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("deleting stream %s: %w", name, err)
 	}
 	return nil
+}
+
+// connectJetStream connects to the NATS server at url; the function it
+// returns closes the connection.
+func connectJetStream(url string) (jetstream.JetStream, func(), error) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return js, nc.Close, nil
 }
