@@ -199,8 +199,7 @@ func child(args []string) error {
 		r.HeapInuse, r.HeapAlloc, r.HeapSys, r.Sys, r.NumGC = ms.HeapInuse, ms.HeapAlloc, ms.HeapSys, ms.Sys, ms.NumGC
 		pk.fill(&r)
 		if u := pk.metricsURL.Load(); u != nil {
-			t := scrapeTotals(*u)
-			r.SnapshotSecs, r.LagSumSecs, r.LagCount, r.PublishSumSecs, r.PublishCount = t.SnapshotSecs, t.LagSum, t.LagCount, t.PublishSum, t.PublishCount
+			r.bridgeTotals = scrapeTotals(*u)
 		} else if rawPublish > 0 {
 			r.SnapshotSecs = rawPublish.Seconds()
 		}

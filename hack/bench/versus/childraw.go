@@ -80,14 +80,15 @@ func publishRaw(ctx context.Context, store cache.Store, b bridgeChild, asItems b
 		return 0, err
 	}
 	defer closeConn()
-	// A mode listed twice runs on the same stream: start it empty, or the
-	// second run's messages would be dropped as duplicates of the first's.
-	if err := js.DeleteStream(ctx, cfg.StreamName); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return 0, err
-	}
+	// The parent removed the stream of an earlier run of this mode
+	// (removeStream): its ids would make these messages duplicates,
+	// acknowledged without being stored.
 	s, err := js.CreateStream(ctx, bridge.StreamConfig(cfg, subjects))
 	if err != nil {
 		return 0, err
+	}
+	if held := s.CachedInfo().State.Msgs; held != 0 {
+		return 0, fmt.Errorf("stream %s already holds %d messages before the raw publishes", cfg.StreamName, held)
 	}
 
 	start := time.Now()

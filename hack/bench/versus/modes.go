@@ -80,6 +80,10 @@ func (m mode) id() string {
 
 func (m mode) isBridge() bool { return strings.HasPrefix(m.name, "bridge-") }
 
+// publishes reports whether m's child writes to its stream (streamName):
+// a bridge, or publish-raw and publish-raw-items.
+func (m mode) publishes() bool { return m.isBridge() || strings.HasPrefix(m.name, "publish-raw") }
+
 // sharded reports whether m holds one shard's part of the objects.
 func (m mode) sharded() bool { return m.name == "typed-shard" || m.name == "bridge-shard" }
 

@@ -37,7 +37,9 @@ func TestVersusComparesWithTheMeanOfTheFloorRuns(t *testing.T) {
 // A bridge's start-up snapshot is compared with the mean of the
 // publish-raw runs, and not at all without one.
 func TestSnapshotComparedWithTheMeanOfTheRawRuns(t *testing.T) {
-	snapshot := func(m mode, secs float64) run { return run{m: m, ready: result{SnapshotSecs: secs}} }
+	snapshot := func(m mode, secs float64) run {
+		return run{m: m, ready: result{bridgeTotals: bridgeTotals{SnapshotSecs: secs}}}
+	}
 	raw := mode{name: "publish-raw", label: "raw"}
 	bridge := mode{name: "bridge-typed", label: "bridge"}
 

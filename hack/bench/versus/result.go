@@ -19,24 +19,11 @@ type result struct {
 	Sys       uint64  `json:"sys"`
 	NumGC     uint32  `json:"numGC"`
 	ReadySecs float64 `json:"readySeconds"`
-	// SnapshotSecs is the bridge's start-up snapshot, begin marker to the
-	// end marker's acknowledgement (kubebridge_snapshot_duration_seconds);
-	// for publish-raw and publish-raw-items, the first publish to the last
-	// acknowledgement (publishRaw); 0 for an informer.
-	SnapshotSecs float64 `json:"snapshotSeconds"`
-	// LagSumSecs and LagCount are the bridge's kubebridge_event_lag_seconds
-	// sum and count over every resource: from a change observed to its
-	// acknowledgement. 0 for an informer.
-	LagSumSecs float64 `json:"eventLagSumSeconds"`
-	LagCount   float64 `json:"eventLagCount"`
-	// PublishSumSecs and PublishCount are kubebridge_publish_latency_seconds'
-	// sum and count: from a publish attempt to its acknowledgement.
-	PublishSumSecs float64 `json:"publishLatencySumSeconds"`
-	PublishCount   float64 `json:"publishLatencyCount"`
-	GoVersion      string  `json:"goVersion"`
-	GOMAXPROCS     int     `json:"gomaxprocs"`
-	GOGC           string  `json:"gogc"`
-	GOMEMLIMIT     string  `json:"gomemlimit"`
+	bridgeTotals
+	GoVersion  string `json:"goVersion"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	GOGC       string `json:"gogc"`
+	GOMEMLIMIT string `json:"gomemlimit"`
 	// Sampled every 200ms since the child started, so they can miss a
 	// short peak; VmHWM cannot.
 	MaxHeapAlloc uint64 `json:"maxHeapAlloc"`
@@ -62,16 +49,12 @@ type result struct {
 // ready measurement to the start of its churn measurement.
 func (rn run) churnUsage() usage {
 	a, b := rn.ready.End, rn.churn.Start
-	gcCPU := -1.0
-	if a.GCCPUSecs >= 0 && b.GCCPUSecs >= 0 {
-		gcCPU = b.GCCPUSecs - a.GCCPUSecs
-	}
 	return usage{CPUSecs: b.CPUSecs - a.CPUSecs, Writes: since(a.Writes, b.Writes), Reads: since(a.Reads, b.Reads), Switches: since(a.Switches, b.Switches),
-		GCCycles: since(a.GCCycles, b.GCCycles), GCCPUSecs: gcCPU}
+		GCCycles: since(a.GCCycles, b.GCCycles), GCCPUSecs: since(a.GCCPUSecs, b.GCCPUSecs)}
 }
 
 // since is the growth of a counter from a to b, or -1 if either is unread.
-func since(a, b int64) int64 {
+func since[T int64 | float64](a, b T) T {
 	if a < 0 || b < 0 {
 		return -1
 	}

@@ -25,7 +25,7 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
 	natsURL := b.env.NATSURL()
-	if strings.HasPrefix(m.name, "bridge-") {
+	if m.publishes() {
 		if err := removeStream(ctx, natsURL, streamName(m)); err != nil {
 			return out, err
 		}

@@ -8,16 +8,24 @@ import (
 	"time"
 )
 
-// bridgeTotals is what a bridge child's /metrics held at a measurement.
+// bridgeTotals is what a bridge child's /metrics held at a measurement;
+// 0s for an informer.
 type bridgeTotals struct {
-	// SnapshotSecs is the total of its snapshot durations: at the ready
-	// measurement, the start-up snapshot's.
-	SnapshotSecs float64
-	// The sum and count of its events' lags (a change observed to its
-	// acknowledgement) and of its publishes' latencies (an attempt to
-	// its acknowledgement): how much of the lag is the wait for NATS.
-	LagSum, LagCount         float64
-	PublishSum, PublishCount float64
+	// SnapshotSecs is the bridge's start-up snapshot, begin marker to the
+	// end marker's acknowledgement (kubebridge_snapshot_duration_seconds);
+	// for publish-raw and publish-raw-items, the first publish to the last
+	// acknowledgement (publishRaw).
+	SnapshotSecs float64 `json:"snapshotSeconds"`
+	// LagSumSecs and LagCount are kubebridge_event_lag_seconds' sum and
+	// count over every resource: from a change observed to its
+	// acknowledgement.
+	LagSumSecs float64 `json:"eventLagSumSeconds"`
+	LagCount   float64 `json:"eventLagCount"`
+	// PublishSumSecs and PublishCount are kubebridge_publish_latency_seconds'
+	// sum and count: from a publish attempt to its acknowledgement, how
+	// much of the lag is the wait for JetStream.
+	PublishSumSecs float64 `json:"publishLatencySumSeconds"`
+	PublishCount   float64 `json:"publishLatencyCount"`
 }
 
 // scrapeTotals reads a bridge child's totals from its /metrics; zeros if
@@ -29,11 +37,11 @@ func scrapeTotals(url string) bridgeTotals {
 		case strings.HasPrefix(name, "kubebridge_snapshot_duration_seconds_sum"):
 			t.SnapshotSecs += v
 		case strings.HasPrefix(name, "kubebridge_event_lag_seconds_sum"):
-			t.LagSum += v
+			t.LagSumSecs += v
 		case strings.HasPrefix(name, "kubebridge_event_lag_seconds_count"):
 			t.LagCount += v
 		case strings.HasPrefix(name, "kubebridge_publish_latency_seconds_sum"):
-			t.PublishSum += v
+			t.PublishSumSecs += v
 		case strings.HasPrefix(name, "kubebridge_publish_latency_seconds_count"):
 			t.PublishCount += v
 		}

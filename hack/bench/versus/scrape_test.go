@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -25,8 +27,28 @@ kubebridge_snapshot_duration_seconds_sum{resource="configmaps.v1"} 1.5
 	}))
 	defer srv.Close()
 	got := scrapeTotals(srv.URL)
-	want := bridgeTotals{SnapshotSecs: 1.5, LagSum: 0.75, LagCount: 5, PublishSum: 0.07, PublishCount: 7}
+	want := bridgeTotals{SnapshotSecs: 1.5, LagSumSecs: 0.75, LagCount: 5, PublishSumSecs: 0.07, PublishCount: 7}
 	if got != want {
 		t.Errorf("scrapeTotals = %+v, want %+v", got, want)
+	}
+}
+
+// A child's totals reach the parent in its JSON line under their own
+// names.
+func TestBridgeTotalsTravelInTheResultLine(t *testing.T) {
+	sent := result{Mode: "bridge-typed", bridgeTotals: bridgeTotals{SnapshotSecs: 1.5, LagSumSecs: 0.75, LagCount: 5, PublishSumSecs: 0.07, PublishCount: 7}}
+	line, err := json.Marshal(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(line), `"publishLatencyCount":7`) {
+		t.Errorf("line %s lacks publishLatencyCount", line)
+	}
+	var got result
+	if err := json.Unmarshal(line, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.bridgeTotals != sent.bridgeTotals {
+		t.Errorf("totals %+v arrived as %+v", sent.bridgeTotals, got.bridgeTotals)
 	}
 }

@@ -136,8 +136,9 @@ func waitForChurn(ctx context.Context, url, name string, mix churnMix) (streamCo
 
 // removeStream deletes the stream called name if there is one, so that a
 // mode listed more than once (bridge-typed,typed+nogzip,bridge-typed)
-// starts each run on an empty stream, as the first did, and its counts
-// are its own.
+// starts each run on an empty stream, as the first did: its counts are
+// its own, and publish-raw's messages are not taken for duplicates of the
+// run before.
 func removeStream(ctx context.Context, url, name string) error {
 	js, closeConn, err := connectJetStream(url)
 	if err != nil {
