@@ -36,13 +36,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/kubebridge/kubebridge/internal/bridge"
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/natsembed"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/sink"
 )
@@ -71,15 +71,12 @@ func run(ctx context.Context, objects, updates int, rate float64, size int, fenc
 		return err
 	}
 	defer os.RemoveAll(dir)
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true})
+	// The server the bridge embeds; port -1 is any free one.
+	ns, err := natsembed.Start("127.0.0.1:-1", dir)
 	if err != nil {
 		return err
 	}
-	go ns.Start()
 	defer ns.Shutdown()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		return fmt.Errorf("nats-server not ready after 10s")
-	}
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {
 		return err
