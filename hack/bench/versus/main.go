@@ -30,7 +30,12 @@
 // A mode also takes suffixes: +nogzip (no gzip from the API server),
 // +gzip (a bridge mode's BRIDGE_KUBE_COMPRESSION=true; the bridge turns
 // gzip off by default, an informer asks for it), +gogc=N, +procs=N and a
-// bridge mode's +linger=D. Each mode is compared with the typed informer
+// bridge mode's +linger=D, and +exe=PATH: the child runs from another
+// build of versus, so that two builds (say, before and after a change,
+// `go build -o /tmp/versus-old ./hack/bench/versus` at the earlier commit)
+// alternate in one invocation: -modes
+// bridge-typed+exe=/tmp/versus-old,bridge-typed,... . The other build must
+// speak the same child protocol. Each mode is compared with the typed informer
 // run with the same gzip and GOMAXPROCS settings (÷ floor), and with the
 // typed informer as client-go sets one up (÷ client-go's defaults). A mode
 // listed twice runs twice; a floor run more than once is the mean of its

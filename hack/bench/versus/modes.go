@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +37,10 @@ type mode struct {
 	// shard is the part of the objects of typed-shard and bridge-shard
 	// (mode@i/N).
 	shard shard.Shard
+	// exe, if set, is the versus binary the child runs from
+	// (mode+exe=PATH): another build, say one of an earlier commit, so
+	// that two builds of the bridge alternate in one invocation.
+	exe string
 }
 
 var modes = []mode{
@@ -75,6 +81,9 @@ func (m mode) id() string {
 	if m.linger != "" {
 		id += "+linger=" + m.linger
 	}
+	if m.exe != "" {
+		id += "+exe=" + filepath.Base(m.exe)
+	}
 	return id
 }
 
@@ -106,9 +115,16 @@ func selectModes(only string) ([]mode, error) {
 		suffixes := strings.Split(strings.TrimSpace(name), "+")
 		name = suffixes[0]
 		var noGzip, gzip bool
-		var gogc, procs, linger string
+		var gogc, procs, linger, exe string
 		for _, suf := range suffixes[1:] {
 			key, val, _ := strings.Cut(suf, "=")
+			if key == "exe" {
+				if _, err := os.Stat(val); err != nil {
+					return nil, fmt.Errorf("mode %q: +exe= wants a versus binary: %w", name, err)
+				}
+				exe = val
+				continue
+			}
 			if key == "linger" {
 				if _, err := time.ParseDuration(val); err != nil {
 					return nil, fmt.Errorf("mode %q: +linger= wants a duration: %w", name, err)
@@ -129,7 +145,7 @@ func selectModes(only string) ([]mode, error) {
 			case "procs":
 				procs = val
 			default:
-				return nil, fmt.Errorf("mode %q: unknown suffix +%s (known: +nogzip, +gzip, +gogc=N, +procs=N, +linger=D)", name, key)
+				return nil, fmt.Errorf("mode %q: unknown suffix +%s (known: +nogzip, +gzip, +gogc=N, +procs=N, +linger=D, +exe=PATH)", name, key)
 			}
 		}
 		// After "@": a shard mode's shard, a bridge mode's publish buffer.
@@ -179,6 +195,10 @@ func selectModes(only string) ([]mode, error) {
 					}
 					m.linger = linger
 					m.label += ", linger " + linger
+				}
+				if exe != "" {
+					m.exe = exe
+					m.label += ", built as " + exe
 				}
 				out = append(out, m)
 				found = true

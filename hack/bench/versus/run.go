@@ -59,7 +59,11 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 			args = append(args, "-churn-cpuprofile", filepath.Join(b.cpuProfiles, m.id()+"-churn-cpu.pprof"))
 		}
 	}
-	cmd := exec.CommandContext(ctx, b.self, args...)
+	exe := b.self
+	if m.exe != "" {
+		exe = m.exe
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stderr = os.Stderr
 	cmd.Env = os.Environ()
 	if b.memLimit != "" {
