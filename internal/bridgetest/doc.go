@@ -3,4 +3,7 @@
 // deployment is (from BRIDGE_* variables), and stopped when the test ends.
 // The example controller's, the CLI's and pkg/consume's tests share it, so
 // that starting a bridge and waiting until it is ready is written once.
+//
+// Tests only. Of this module it imports internal/bridge, internal/config,
+// internal/testenv and internal/natstest.
 package bridgetest

@@ -12,4 +12,8 @@
 // Connections follow the nats CLI: -s/--server, NATS_URL, --creds,
 // --nkey, --user/--password, TLS files and nats CLI contexts (--context,
 // or the one `nats context select` chose). cmd/kubebridge is its thin main.
+//
+// It is a consumer of the stream. Of this module it imports the consumer's
+// side (pkg/consume, pkg/contract, pkg/streamread) and pkg/sink for its
+// NATS connection settings (Auth, RedactURLs); never internal/bridge.
 package cli

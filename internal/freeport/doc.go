@@ -4,4 +4,6 @@
 // not find it taken by some outgoing connection's local end, which the
 // kernel hands out from that range (a port from 127.0.0.1:0 is one of
 // those).
+//
+// Tests only. It imports nothing of this module.
 package freeport

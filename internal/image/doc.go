@@ -8,4 +8,7 @@
 // Dockerfile, the alternative for people with a Docker engine, declares
 // the same, and a test compares the two. Builds are reproducible: the same
 // binaries and Metadata give the same index digest.
+//
+// Tooling: hack/image (make image, make image-push) and the tests. It
+// imports nothing of this module.
 package image

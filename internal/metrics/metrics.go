@@ -1,6 +1,3 @@
-// Package metrics owns the bridge's Prometheus metrics and its operational
-// HTTP endpoints (/metrics, /healthz, /readyz). Metrics live in a registry
-// per Metrics value, never in package state.
 package metrics
 
 import (

@@ -1,5 +1,3 @@
-// Package natsembed owns the NATS server the bridge starts in-process when
-// no NATS_URL is configured, so that a first run needs nothing else.
 package natsembed
 
 import (

@@ -3,4 +3,7 @@
 // pkg/consume, internal/bridge, the in-process bridge of
 // internal/bridgetest) start and connect one the same way, and every server
 // and connection ends with the test.
+//
+// Tests only. Of this module it imports internal/natsembed and
+// internal/freeport.
 package natstest

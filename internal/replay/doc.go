@@ -9,4 +9,8 @@
 // (no resourceVersion regression per uid, mark-and-sweep), and counts the
 // changes events stand for through their coalesced extension, so tests can
 // assert them.
+//
+// Tests and benchmarks only. Of this module it imports pkg/contract and
+// pkg/cenats, never pkg/consume: it is written from the contract, so that
+// the two readers check each other.
 package replay

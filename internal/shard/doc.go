@@ -8,4 +8,7 @@
 // hash (the apiserver's shard hash, KEP-5866) is mixed and mapped to a shard
 // with jump consistent hashing, so similar names spread evenly and a change
 // from N to N+1 shards moves keys only to the new shard.
+//
+// It serves the producer (internal/bridge; the benchmarks and tests ask it
+// the same question). Of this module it imports pkg/contract only.
 package shard

@@ -31,4 +31,7 @@
 // No controller-manager runs: there is no default ServiceAccount and
 // deleted namespaces never finish terminating, so tests should isolate
 // themselves in unique namespaces rather than rely on cleanup.
+//
+// Tests, benchmarks and the demo only. Of this module it imports
+// internal/natsembed, internal/natstest and internal/freeport.
 package testenv

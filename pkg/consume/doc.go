@@ -146,4 +146,12 @@
 // A ListWatch does not serve watch-list streaming (the reflector lists
 // instead), bookmarks, paging (a list comes whole) or field selectors on
 // other fields.
+//
+// # Dependencies
+//
+// This package is the consumer's side of pkg/ (docs/architecture.md). Of
+// this module it imports pkg/contract, pkg/cenats and pkg/streamread only:
+// never the producer's side (pkg/informers, pkg/encode, pkg/sink) and
+// nothing under internal/, so that a consumer compiles no part of the
+// bridge. Its tests use the test helpers under internal/.
 package consume

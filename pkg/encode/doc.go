@@ -6,4 +6,8 @@
 // Everything here is pure: the same Change always encodes to the same bytes
 // (apart from the observation time it carries), which is what the golden
 // tests pin down.
+//
+// It is on the producer's side of pkg/ (docs/architecture.md), where the
+// design fixes its path. Of this module it imports pkg/contract and
+// pkg/informers (a Change), and nothing under internal/.
 package encode

@@ -6,4 +6,8 @@
 //
 // Objects handed out in a Change belong to the informer cache: consumers
 // must treat them as read-only.
+//
+// It is on the producer's side of pkg/ (docs/architecture.md), where the
+// design fixes its path. Of this module it imports pkg/contract only, and
+// nothing under internal/.
 package informers

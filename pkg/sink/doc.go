@@ -10,4 +10,9 @@
 // it and before anything sent after it. Order is kept per subject only, so
 // a subject waiting for its ack parks its later messages instead of holding
 // back every other subject.
+//
+// It is on the producer's side of pkg/ (docs/architecture.md), where the
+// design fixes its path. It publishes nats.Msg values, so it needs neither
+// pkg/informers nor pkg/encode: of this module it may import pkg/contract
+// and pkg/streamread, and nothing under internal/.
 package sink

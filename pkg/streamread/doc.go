@@ -9,6 +9,8 @@
 // after a last sequence read before; a reader that stopped there would
 // miss that subject altogether.
 //
-// It needs nothing beyond the NATS client, so pkg/consume, pkg/sink and
-// the CLI can all use it without growing their dependencies.
+// It is on the consumer's side of pkg/ (docs/architecture.md), and
+// pkg/sink reads the bridge's stream back through it too. It imports
+// nothing of this module, only the NATS client, so pkg/consume, pkg/sink
+// and the CLI can all use it without growing their dependencies.
 package streamread
