@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/kubebridge/kubebridge/internal/kubejson"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -56,8 +55,6 @@ type Encoder struct {
 	Term uint64
 
 	lastObjectSize atomic.Int64
-	// json writes the objects: encoding/json's bytes, fewer allocations.
-	json kubejson.Writer
 	// buffers holds payload buffers handed back with Encoded.Release,
 	// and messages the messages (header maps included).
 	buffers  sync.Pool
@@ -216,13 +213,13 @@ func (e *Encoder) object(c informers.Change, typ, apiVersion, term string, trunc
 	// objects again, and json.Marshal would copy each of them once more.
 	buf := e.buffer(c)
 	buf.WriteString(`{"object":`)
-	if err = writeObject(&e.json, buf, c.Object, apiVersion, r.Kind, truncate); err != nil {
+	if err = writeObject(buf, c.Object, apiVersion, r.Kind, truncate); err != nil {
 		e.buffers.Put(buf)
 		return Encoded{}, fmt.Errorf("encode: %s %s: %w", r, id, err)
 	}
 	if c.OldObject != nil {
 		buf.WriteString(`,"oldObject":`)
-		if err = writeObject(&e.json, buf, c.OldObject, apiVersion, r.Kind, truncate); err != nil {
+		if err = writeObject(buf, c.OldObject, apiVersion, r.Kind, truncate); err != nil {
 			e.buffers.Put(buf)
 			return Encoded{}, fmt.Errorf("encode: %s %s old object: %w", r, id, err)
 		}

@@ -7,8 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/kubebridge/kubebridge/internal/kubejson"
 )
 
 // truncatedObject is what is sent in place of an object too large to publish:
@@ -31,19 +29,19 @@ type truncatedMetadata struct {
 // objects from an informer cache have an empty TypeMeta, and setting it on
 // the cached object would mutate the cache, so the fields are inserted
 // into the JSON ahead of the object's own.
-func writeObject(w *kubejson.Writer, buf *bytes.Buffer, obj runtime.Object, apiVersion, kind string, truncate bool) error {
+func writeObject(buf *bytes.Buffer, obj runtime.Object, apiVersion, kind string, truncate bool) error {
 	if truncate {
 		m, err := meta.Accessor(obj)
 		if err != nil {
 			return err
 		}
-		return appendJSON(w, buf, truncatedObject{APIVersion: apiVersion, Kind: kind, Metadata: truncatedMetadata{
+		return appendJSON(buf, truncatedObject{APIVersion: apiVersion, Kind: kind, Metadata: truncatedMetadata{
 			Name: m.GetName(), Namespace: m.GetNamespace(), UID: string(m.GetUID()),
 			ResourceVersion: m.GetResourceVersion(), Generation: m.GetGeneration(),
 		}})
 	}
 	if !obj.GetObjectKind().GroupVersionKind().Empty() {
-		return appendJSON(w, buf, obj)
+		return appendJSON(buf, obj)
 	}
 	start := buf.Len()
 	buf.WriteString(`{"apiVersion":`)
@@ -52,7 +50,7 @@ func writeObject(w *kubejson.Writer, buf *bytes.Buffer, obj runtime.Object, apiV
 	buf.Write(appendJSONString(buf.AvailableBuffer(), kind))
 	buf.WriteByte(',')
 	at := buf.Len()
-	if err := appendJSON(w, buf, obj); err != nil {
+	if err := appendJSON(buf, obj); err != nil {
 		buf.Truncate(start)
 		return err
 	}
@@ -73,14 +71,9 @@ func writeObject(w *kubejson.Writer, buf *bytes.Buffer, obj runtime.Object, apiV
 }
 
 // appendJSON appends v's JSON as encoding/json writes it with HTML
-// escaping off: kubejson's copy of those bytes, made without
-// encoding/json's allocations, or encoding/json's own where kubejson
-// declines the value, which also gives encoding/json's error.
-func appendJSON(w *kubejson.Writer, buf *bytes.Buffer, v any) error {
-	if out, err := w.Append(buf.AvailableBuffer(), v); err == nil {
-		buf.Write(out)
-		return nil
-	}
+// escaping off (a consumer's object is what kubectl would show, with its
+// "<" and "&" as they are).
+func appendJSON(buf *bytes.Buffer, v any) error {
 	start := buf.Len()
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
