@@ -97,84 +97,23 @@ func run(ctx context.Context, objects, updates int, rate float64, size int, fenc
 	if err != nil {
 		return err
 	}
-	subject := func(i int) string {
-		return subjects.Object(contract.Type{Version: "v1", Resource: "configmaps"}, "bench", "cm-"+strconv.Itoa(i))
-	}
-	payload := []byte(strings.Repeat("x", size))
+	b := &bench{js: js, subjects: subjects, payload: []byte(strings.Repeat("x", size))}
 
-	// The preload: every subject's last message is then in the blocks
-	// written before the updates start.
-	last := make([]uint64, objects)
-	futures := make([]jetstream.PubAckFuture, objects)
-	for i := range objects {
-		m := nats.NewMsg(subject(i))
-		m.Header.Set(contract.HeaderMsgID, "preload-"+strconv.Itoa(i))
-		m.Data = payload
-		if futures[i], err = js.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute)); err != nil {
-			return fmt.Errorf("preloading %s: %w", m.Subject, err)
-		}
-	}
-	for i, f := range futures {
-		select {
-		case ack := <-f.Ok():
-			last[i] = ack.Sequence
-		case err := <-f.Err():
-			return fmt.Errorf("preloading %s: %w", subject(i), err)
-		}
+	last, err := b.preload(objects)
+	if err != nil {
+		return err
 	}
 	time.Sleep(2 * time.Second)
 
-	if cpuProfile != "" {
-		f, err := os.Create(cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(cpuProfile)
+	if err != nil {
+		return err
 	}
-	// Each acknowledgement is timed where it arrives, by a goroutine of
-	// its own, not when a loop reaches it.
-	latencies := make([]time.Duration, updates)
-	failures := make([]error, updates)
-	var acked sync.WaitGroup
-	// A stride coprime with -objects visits distinct subjects spread over
-	// the whole stream, so most updates land in a block other than the
-	// previous one's.
-	stride := 7919
-	for gcd(stride, objects) != 1 {
-		stride++
-	}
+	defer stopProfile()
 	cpuBefore := cpuSeconds()
-	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
-	defer tick.Stop()
-	for k := range updates {
-		<-tick.C
-		i := (k * stride) % objects
-		m := nats.NewMsg(subject(i))
-		m.Header.Set(contract.HeaderMsgID, "update-"+strconv.Itoa(k))
-		if fenced {
-			m.Header.Set(sink.HeaderExpectedLastSubjectSequence, strconv.FormatUint(last[i], 10))
-		}
-		m.Data = payload
-		at := time.Now()
-		f, err := js.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute))
-		if err != nil {
-			return fmt.Errorf("updating %s: %w", m.Subject, err)
-		}
-		acked.Go(func() {
-			select {
-			case <-f.Ok():
-				latencies[k] = time.Since(at)
-			case failures[k] = <-f.Err():
-			}
-		})
-	}
-	acked.Wait()
-	if err := errors.Join(failures...); err != nil {
-		return fmt.Errorf("updates refused: %w", err)
+	latencies, err := b.update(last, updates, rate, fenced)
+	if err != nil {
+		return err
 	}
 	cpu := cpuSeconds() - cpuBefore
 
@@ -187,6 +126,112 @@ func run(ctx context.Context, objects, updates int, rate float64, size int, fenc
 	}
 	report(objects, updates, fenced, latencies, cpu)
 	return nil
+}
+
+// bench publishes to the stream the bridge sets up.
+type bench struct {
+	js       jetstream.JetStream
+	subjects contract.Subjects
+	payload  []byte
+}
+
+// subject is the subject of object i.
+func (b *bench) subject(i int) string {
+	return b.subjects.Object(contract.Type{Version: "v1", Resource: "configmaps"}, "bench", "cm-"+strconv.Itoa(i))
+}
+
+// preload publishes one message to each of objects subjects and returns
+// each one's sequence: every subject's last message is then in the
+// blocks written before the updates start.
+func (b *bench) preload(objects int) ([]uint64, error) {
+	last := make([]uint64, objects)
+	futures := make([]jetstream.PubAckFuture, objects)
+	for i := range objects {
+		m := nats.NewMsg(b.subject(i))
+		m.Header.Set(contract.HeaderMsgID, "preload-"+strconv.Itoa(i))
+		m.Data = b.payload
+		var err error
+		if futures[i], err = b.js.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute)); err != nil {
+			return nil, fmt.Errorf("preloading %s: %w", m.Subject, err)
+		}
+	}
+	for i, f := range futures {
+		select {
+		case ack := <-f.Ok():
+			last[i] = ack.Sequence
+		case err := <-f.Err():
+			return nil, fmt.Errorf("preloading %s: %w", b.subject(i), err)
+		}
+	}
+	return last, nil
+}
+
+// update publishes updates messages at rate per second, each to another
+// preloaded subject, fenced on its last sequence if fenced is set, and
+// returns the time each took to be acknowledged.
+func (b *bench) update(last []uint64, updates int, rate float64, fenced bool) ([]time.Duration, error) {
+	objects := len(last)
+	// Each acknowledgement is timed where it arrives, by a goroutine of
+	// its own, not when a loop reaches it.
+	latencies := make([]time.Duration, updates)
+	failures := make([]error, updates)
+	var acked sync.WaitGroup
+	// A stride coprime with -objects visits distinct subjects spread over
+	// the whole stream, so most updates land in a block other than the
+	// previous one's.
+	stride := 7919
+	for gcd(stride, objects) != 1 {
+		stride++
+	}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	for k := range updates {
+		<-tick.C
+		i := (k * stride) % objects
+		m := nats.NewMsg(b.subject(i))
+		m.Header.Set(contract.HeaderMsgID, "update-"+strconv.Itoa(k))
+		if fenced {
+			m.Header.Set(sink.HeaderExpectedLastSubjectSequence, strconv.FormatUint(last[i], 10))
+		}
+		m.Data = b.payload
+		at := time.Now()
+		f, err := b.js.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute))
+		if err != nil {
+			return nil, fmt.Errorf("updating %s: %w", m.Subject, err)
+		}
+		acked.Go(func() {
+			select {
+			case <-f.Ok():
+				latencies[k] = time.Since(at)
+			case failures[k] = <-f.Err():
+			}
+		})
+	}
+	acked.Wait()
+	if err := errors.Join(failures...); err != nil {
+		return nil, fmt.Errorf("updates refused: %w", err)
+	}
+	return latencies, nil
+}
+
+// startCPUProfile starts a CPU profile written to path (none when empty)
+// and returns what stops it.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // report prints one line.

@@ -133,65 +133,97 @@ func run(ctx context.Context, o options) error {
 	if o.label == "" {
 		o.label = o.bridge
 	}
-
-	start := time.Now()
-	env, err := testenv.Start(ctx, testenv.Options{StartTimeout: 3 * time.Minute})
+	env, cs, err := startCluster(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
+	kubeconfig := filepath.Join(workDir, "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+	ch := newChurn(cs, o)
+	b, churnTime, err := churnWithBridge(ctx, o, ch, kubeconfig, env.NATSURL(), filepath.Join(workDir, "bridge.log"))
+	if b != nil {
+		defer b.stop()
+	}
+	if err != nil {
+		return err
+	}
+	return measure(ctx, o, env.NATSURL(), cs, b, ch, churnTime)
+}
+
+// startCluster starts etcd, kube-apiserver and NATS, and preloads the
+// ConfigMaps.
+func startCluster(ctx context.Context, o options) (*testenv.Env, kubernetes.Interface, error) {
+	start := time.Now()
+	env, err := testenv.Start(ctx, testenv.Options{StartTimeout: 3 * time.Minute})
+	if err != nil {
+		return nil, nil, err
+	}
 	logf("environment up in %v: kube-apiserver %s, nats %s", time.Since(start).Round(time.Millisecond), env.APIServerURL(), env.NATSURL())
+	cs, err := preloaded(ctx, env, o)
+	if err != nil {
+		env.Close()
+		return nil, nil, err
+	}
+	return env, cs, nil
+}
+
+// preloaded is a client of env's API server, once it made the namespace
+// and the preloaded ConfigMaps.
+func preloaded(ctx context.Context, env *testenv.Env, o options) (kubernetes.Interface, error) {
 	rc := env.RESTConfig()
 	rc.QPS, rc.Burst = 5000, 5000
 	rc.ContentType = "application/vnd.kubernetes.protobuf"
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
-		return err
+		return nil, err
 	}
-	if err := preload(ctx, cs, o.objects, o.size); err != nil {
-		return err
-	}
-	kubeconfig := filepath.Join(workDir, "kubeconfig")
-	if err := env.WriteKubeconfig(kubeconfig); err != nil {
-		return err
-	}
+	return cs, preload(ctx, cs, o.objects, o.size)
+}
 
-	ch := newChurn(cs, o)
+// churnWithBridge runs the churn, starts the bridge -start-after into it,
+// and returns once the churn is done, with the bridge (for the caller to
+// stop) and how long the churn took.
+func churnWithBridge(ctx context.Context, o options, ch *churn, kubeconfig, natsURL, logPath string) (*bridgeProc, time.Duration, error) {
 	churnDone := make(chan error, 1)
 	churnStart := time.Now()
 	go func() { churnDone <- ch.run(ctx) }()
 	select {
 	case <-time.After(o.startAfter):
 	case err := <-churnDone:
-		return fmt.Errorf("the churn ended before the bridge started (%v); make it longer or -start-after shorter", err)
+		return nil, 0, fmt.Errorf("the churn ended before the bridge started (%v); make it longer or -start-after shorter", err)
 	}
 
-	logPath := filepath.Join(workDir, "bridge.log")
-	b, err := startBridge(o, kubeconfig, env.NATSURL(), logPath)
+	b, err := startBridge(o, kubeconfig, natsURL, logPath)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
-	defer b.stop()
 	logf("bridge %s started after %d churn requests; log %s", o.bridge, ch.done.Load(), logPath)
 
 	var churnErr error
 	select {
 	case churnErr = <-churnDone:
 	case <-ctx.Done():
-		return ctx.Err()
+		return b, 0, ctx.Err()
 	}
 	churnTime := time.Since(churnStart)
 	logf("churn done: %v in %v (%.0f requests/s), %d failed", ch, churnTime.Round(time.Millisecond), float64(ch.done.Load())/churnTime.Seconds(), ch.failed.Load())
-	if churnErr != nil {
-		return churnErr
-	}
+	return b, churnTime, churnErr
+}
+
+// measure waits for the bridge's start-up snapshot and for the stream to
+// settle, then reads the bridge's metrics and the whole stream, compares
+// the stream's replay with the API server's list, and prints the row.
+func measure(ctx context.Context, o options, natsURL string, cs kubernetes.Interface, b *bridgeProc, ch *churn, churnTime time.Duration) error {
 	if err := b.waitLog(ctx, "Start-up snapshots published", o.deadline); err != nil {
 		return err
 	}
-	nc, err := nats.Connect(env.NATSURL(), nats.Name("snapchurn"))
+	nc, err := nats.Connect(natsURL, nats.Name("snapchurn"))
 	if err != nil {
 		return err
 	}

@@ -22,12 +22,12 @@ import (
 
 // bridgeChild is what a bridge mode's child starts the bridge from.
 type bridgeChild struct {
-	mode      string // bridge-typed, bridge-dynamic or bridge-shard
+	kind      *modeKind // its path, and whether it is sharded
 	namespace string
 	natsURL   string
 	stream    string
 	budget    string // BRIDGE_PUBLISH_BUFFER_BYTES; empty is the default
-	shard     string // i/N, for bridge-shard
+	shard     string // i/N, for a sharded mode
 	// namespaces and named are the child's -namespaces and
 	// -named-namespaces.
 	namespaces int
@@ -67,7 +67,7 @@ func (b bridgeChild) start(ctx context.Context) (runningBridge, error) {
 	if err != nil {
 		return runningBridge{}, err
 	}
-	if b.mode == "bridge-dynamic" {
+	if b.kind.runs == bridgeDynamic {
 		// Without a typed client NewSource falls back to the dynamic informer.
 		kube = bridge.Kube{Clients: informers.Clients{Typed: nil, Dynamic: kube.Clients.Dynamic}, Discovery: kube.Discovery}
 	}
@@ -132,7 +132,7 @@ func (b bridgeChild) env() (map[string]string, error) {
 		// Every namespace, and the benchmark's objects only.
 		env["BRIDGE_RESOURCES"] = "configmaps | labels=" + benchLabel
 	}
-	if b.mode == "bridge-shard" {
+	if b.kind.sharded {
 		sh, err := contract.ParseShard(b.shard)
 		if err != nil {
 			return nil, err

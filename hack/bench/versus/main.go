@@ -35,10 +35,12 @@
 // `go build -o /tmp/versus-old ./hack/bench/versus` at the earlier commit)
 // alternate in one invocation: -modes
 // bridge-typed+exe=/tmp/versus-old,bridge-typed,... . The other build must
-// speak the same child protocol. Each mode is compared with the typed informer
-// run with the same gzip and GOMAXPROCS settings (÷ floor), and with the
-// typed informer as client-go sets one up (÷ client-go's defaults). A mode
-// listed twice runs twice; a floor run more than once is the mean of its
+// speak the same child protocol (childArgs, childEnv, the JSON lines of
+// result). The modes are the rows of modeTable (modes.go), the suffixes
+// those of the suffix table (suffixes.go). Each mode is compared with the
+// typed informer run with the same gzip and GOMAXPROCS settings (÷ floor),
+// and with the typed informer as client-go sets one up (÷ client-go's
+// defaults). A mode listed twice runs twice; a floor run more than once is the mean of its
 // runs, so listing it before and after the others (-modes
 // typed+nogzip,bridge-typed,typed+nogzip) brackets them against a machine
 // whose speed drifts during the run.
@@ -137,44 +139,68 @@ type churnOptions struct {
 	outageAfter time.Duration
 }
 
-func parent() error {
-	objects := flag.Int("objects", 20000, "number of ConfigMaps to create and cache")
-	size := flag.Int("size", 2048, "bytes of data per ConfigMap (split over 4 keys)")
-	only := flag.String("modes", "", "comma-separated modes to run (default all: "+modeNames()+"); bridge modes take a publish buffer suffix, e.g. bridge-typed@8Mi")
-	workers := flag.Int("workers", 16, "goroutines creating ConfigMaps")
-	settle := flag.Duration("settle", 2*time.Second, "how long each child sleeps after runtime.GC() before measuring")
-	scrapeEvery := flag.Duration("scrape-interval", 15*time.Second, "how often a bridge child reads its /metrics for the pending and publish buffer peaks (a Prometheus scrape's cost, in the CPU measured); 200ms was the fixed rate before")
-	profiles := flag.String("heapprofile", "", "if set, a directory where each child writes <mode>.pprof (heap, after the last measurement) and <mode>-peak.pprof (at the peak of its live heap)")
-	cpuProfiles := flag.String("cpuprofile", "", "a directory where each child writes <mode>-ready-cpu.pprof, a CPU profile from its start to ready (the cache sync; for the bridge, the start-up snapshot stored), and with -churn <mode>-churn-cpu.pprof, one of the churn, from the end of its ready measurement to the last update seen")
-	memLimit := flag.String("child-gomemlimit", "", "GOMEMLIMIT of every child, e.g. 256MiB (the deployment sets the pod's memory limit); empty leaves it unset")
-	churn := flag.Int("churn", 0, "after each child is ready, make this many changes (see -churn-mix) and measure again")
-	mixKinds := flag.String("churn-mix", "update", "the kinds of change -churn makes, a comma-separated subset of create,update,delete, made in equal parts and in that order (delete removes what create made, so every mode starts on the same objects)")
-	churnRate := flag.Float64("churn-rate", 10, "changes per second during -churn")
-	churnWorkers := flag.Int("churn-workers", 4, "goroutines sending the -churn changes")
-	outage := flag.Duration("nats-outage", 0, "during -churn, stop the NATS server for this long")
-	outageAfter := flag.Duration("outage-after", 2*time.Second, "how far into -churn the NATS outage starts")
-	maxPayload := flag.Int("nats-max-payload", 0, "NATS server max_payload in bytes; 0 keeps the server's default (1 MiB)")
-	namespaces := flag.Int("namespaces", 1, "spread the objects over this many namespaces (object i in namespace i mod N); informer modes then watch all namespaces with a label selector")
-	gate := flag.Bool("sharded-watch", false, "run the apiserver with the ShardedListAndWatch feature gate (KEP-5866): bridge shards' watches of every namespace are then filtered by the apiserver")
-	named := flag.Bool("named-namespaces", false, "with -namespaces N, bridge modes name the N namespaces (BRIDGE_NAMESPACES), each getting its own watch (a shard only its own), instead of watching every namespace with the benchmark's label")
+// options are the parent's flags.
+type options struct {
+	objects, size, workers int
+	modes                  string
+	settle, scrapeEvery    time.Duration
+	profiles, cpuProfiles  string
+	memLimit               string
+	churn                  int
+	mixKinds               string
+	churnRate              float64
+	churnWorkers           int
+	outage, outageAfter    time.Duration
+	maxPayload, namespaces int
+	gate, named            bool
+}
+
+func parseOptions() (options, error) {
+	var o options
+	flag.IntVar(&o.objects, "objects", 20000, "number of ConfigMaps to create and cache")
+	flag.IntVar(&o.size, "size", 2048, "bytes of data per ConfigMap (split over 4 keys)")
+	flag.StringVar(&o.modes, "modes", "", "comma-separated modes to run (default all: "+modeNames()+"); bridge modes take a publish buffer suffix, e.g. bridge-typed@8Mi")
+	flag.IntVar(&o.workers, "workers", 16, "goroutines creating ConfigMaps")
+	flag.DurationVar(&o.settle, "settle", 2*time.Second, "how long each child sleeps after runtime.GC() before measuring")
+	flag.DurationVar(&o.scrapeEvery, "scrape-interval", 15*time.Second, "how often a bridge child reads its /metrics for the pending and publish buffer peaks (a Prometheus scrape's cost, in the CPU measured); 200ms was the fixed rate before")
+	flag.StringVar(&o.profiles, "heapprofile", "", "if set, a directory where each child writes <mode>.pprof (heap, after the last measurement) and <mode>-peak.pprof (at the peak of its live heap)")
+	flag.StringVar(&o.cpuProfiles, "cpuprofile", "", "a directory where each child writes <mode>-ready-cpu.pprof, a CPU profile from its start to ready (the cache sync; for the bridge, the start-up snapshot stored), and with -churn <mode>-churn-cpu.pprof, one of the churn, from the end of its ready measurement to the last update seen")
+	flag.StringVar(&o.memLimit, "child-gomemlimit", "", "GOMEMLIMIT of every child, e.g. 256MiB (the deployment sets the pod's memory limit); empty leaves it unset")
+	flag.IntVar(&o.churn, "churn", 0, "after each child is ready, make this many changes (see -churn-mix) and measure again")
+	flag.StringVar(&o.mixKinds, "churn-mix", "update", "the kinds of change -churn makes, a comma-separated subset of create,update,delete, made in equal parts and in that order (delete removes what create made, so every mode starts on the same objects)")
+	flag.Float64Var(&o.churnRate, "churn-rate", 10, "changes per second during -churn")
+	flag.IntVar(&o.churnWorkers, "churn-workers", 4, "goroutines sending the -churn changes")
+	flag.DurationVar(&o.outage, "nats-outage", 0, "during -churn, stop the NATS server for this long")
+	flag.DurationVar(&o.outageAfter, "outage-after", 2*time.Second, "how far into -churn the NATS outage starts")
+	flag.IntVar(&o.maxPayload, "nats-max-payload", 0, "NATS server max_payload in bytes; 0 keeps the server's default (1 MiB)")
+	flag.IntVar(&o.namespaces, "namespaces", 1, "spread the objects over this many namespaces (object i in namespace i mod N); informer modes then watch all namespaces with a label selector")
+	flag.BoolVar(&o.gate, "sharded-watch", false, "run the apiserver with the ShardedListAndWatch feature gate (KEP-5866): bridge shards' watches of every namespace are then filtered by the apiserver")
+	flag.BoolVar(&o.named, "named-namespaces", false, "with -namespaces N, bridge modes name the N namespaces (BRIDGE_NAMESPACES), each getting its own watch (a shard only its own), instead of watching every namespace with the benchmark's label")
 	flag.Parse()
-	if *objects < 1 || *size < 4 {
-		return errors.New("-objects must be >= 1 and -size >= 4")
+	switch {
+	case o.objects < 1 || o.size < 4:
+		return o, errors.New("-objects must be >= 1 and -size >= 4")
+	case o.churn < 0 || o.churnRate <= 0 || o.churnWorkers < 1:
+		return o, errors.New("-churn must be >= 0, -churn-rate > 0 and -churn-workers >= 1")
+	case o.namespaces < 1:
+		return o, errors.New("-namespaces must be >= 1")
 	}
-	if *churn < 0 || *churnRate <= 0 || *churnWorkers < 1 {
-		return errors.New("-churn must be >= 0, -churn-rate > 0 and -churn-workers >= 1")
-	}
-	if *namespaces < 1 {
-		return errors.New("-namespaces must be >= 1")
-	}
-	mix, err := parseChurnMix(*mixKinds, *churn)
+	return o, nil
+}
+
+func parent() error {
+	o, err := parseOptions()
 	if err != nil {
 		return err
 	}
-	if *outage > 0 && *churn == 0 {
+	mix, err := parseChurnMix(o.mixKinds, o.churn)
+	if err != nil {
+		return err
+	}
+	if o.outage > 0 && o.churn == 0 {
 		return errors.New("-nats-outage needs -churn")
 	}
-	selected, err := selectModes(*only)
+	selected, err := selectModes(o.modes)
 	if err != nil {
 		return err
 	}
@@ -185,43 +211,17 @@ func parent() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	opts := testenv.Options{
-		StartTimeout: 3 * time.Minute,
-		// Large objects and churn write gigabytes of revisions between the
-		// apiserver's compactions; etcd's default 2 GiB quota would stop
-		// the run.
-		EtcdFlags: []string{"--quota-backend-bytes=" + strconv.Itoa(8<<30)},
-	}
-	if *maxPayload > 0 {
-		opts.NATS = func(o *server.Options) { o.MaxPayload = int32(*maxPayload) }
-	}
-	if *gate {
-		opts.APIServerFlags = append(opts.APIServerFlags, "--feature-gates=ShardedListAndWatch=true")
-	}
-	start := time.Now()
-	env, err := testenv.Start(ctx, opts)
+	env, err := startEnv(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	fmt.Fprintf(os.Stderr, "environment up in %v: kube-apiserver %s, nats %s (max_payload %d)\n",
-		time.Since(start).Round(time.Millisecond), env.APIServerURL(), env.NATSURL(), natsMaxPayload(env))
-
-	rc := env.RESTConfig()
-	rc.QPS, rc.Burst = 500, 1000
-	rc.ContentType = "application/vnd.kubernetes.protobuf"
-	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, serverVersion, err := benchClient(env)
 	if err != nil {
 		return err
 	}
-	serverVersion := "unknown"
-	if v, err := cs.Discovery().ServerVersion(); err == nil {
-		serverVersion = v.GitVersion
-	}
-	l := layout{namespaces: *namespaces, named: *named}
-	if err := createObjects(ctx, cs, l, *objects, *size, *workers); err != nil {
+	l := layout{namespaces: o.namespaces, named: o.named}
+	if err := createObjects(ctx, cs, l, o.objects, o.size, o.workers); err != nil {
 		return err
 	}
 	kubeconfig := filepath.Join(env.Dir(), "bench-kubeconfig")
@@ -229,8 +229,8 @@ func parent() error {
 		return err
 	}
 
-	b := &bench{env: env, cs: cs, self: self, kubeconfig: kubeconfig, objects: *objects, size: *size, settle: *settle, scrapeEvery: *scrapeEvery, profiles: *profiles, cpuProfiles: *cpuProfiles,
-		memLimit: *memLimit, churn: churnOptions{mix: mix, rate: *churnRate, workers: *churnWorkers, outage: *outage, outageAfter: *outageAfter},
+	b := &bench{env: env, cs: cs, self: self, kubeconfig: kubeconfig, objects: o.objects, size: o.size, settle: o.settle, scrapeEvery: o.scrapeEvery, profiles: o.profiles, cpuProfiles: o.cpuProfiles,
+		memLimit: o.memLimit, churn: churnOptions{mix: mix, rate: o.churnRate, workers: o.churnWorkers, outage: o.outage, outageAfter: o.outageAfter},
 		layout: l}
 	var runs []run
 	for i, m := range selected {
@@ -243,6 +243,49 @@ func parent() error {
 
 	printReport(os.Stdout, b, runs, serverVersion, natsMaxPayload(env))
 	return nil
+}
+
+// startEnv starts etcd, kube-apiserver and NATS as the flags set them.
+func startEnv(ctx context.Context, o options) (*testenv.Env, error) {
+	opts := testenv.Options{
+		StartTimeout: 3 * time.Minute,
+		// Large objects and churn write gigabytes of revisions between the
+		// apiserver's compactions; etcd's default 2 GiB quota would stop
+		// the run.
+		EtcdFlags: []string{"--quota-backend-bytes=" + strconv.Itoa(8<<30)},
+	}
+	if o.maxPayload > 0 {
+		opts.NATS = func(so *server.Options) { so.MaxPayload = int32(o.maxPayload) }
+	}
+	if o.gate {
+		opts.APIServerFlags = append(opts.APIServerFlags, "--feature-gates=ShardedListAndWatch=true")
+	}
+	start := time.Now()
+	env, err := testenv.Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "environment up in %v: kube-apiserver %s, nats %s (max_payload %d)\n",
+		time.Since(start).Round(time.Millisecond), env.APIServerURL(), env.NATSURL(), natsMaxPayload(env))
+	return env, nil
+}
+
+// benchClient is the parent's client of the API server (it creates and
+// changes the objects), and the server's version.
+func benchClient(env *testenv.Env) (kubernetes.Interface, string, error) {
+	rc := env.RESTConfig()
+	rc.QPS, rc.Burst = 500, 1000
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, "", err
+	}
+	serverVersion := "unknown"
+	if v, err := cs.Discovery().ServerVersion(); err == nil {
+		serverVersion = v.GitVersion
+	}
+	return cs, serverVersion, nil
 }
 
 // natsMaxPayload is the max_payload the NATS server announces to clients.

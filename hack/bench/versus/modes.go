@@ -1,22 +1,126 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/kubebridge/kubebridge/internal/shard"
-	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
 const benchNamespace = "bench-versus"
 
-// mode is one way of caching the ConfigMaps, run in its own child process.
-type mode struct {
+// modeKind is one row of the mode table: what a mode's child runs, which
+// suffixes it takes (those of its kind, see suffixes.go), what it
+// publishes and which floor it is. The parent (runChild, the report) and
+// the child (child) read the row; nothing switches on a mode's name.
+type modeKind struct {
 	name  string
+	label string
+	// runs is what caches the objects in the child: nothing, an informer,
+	// or the bridge on one of its paths.
+	runs cacheKind
+	// transform strips managed fields and the last-applied annotation
+	// from the informer's objects, as the bridge does.
+	transform bool
+	// sharded modes hold one shard's part of the objects, named after "@"
+	// (mode@i/N, required).
+	sharded bool
+	// raw is what the child publishes once its informer synced, without
+	// a bridge; a bridge publishes its own stream.
+	raw rawKind
+	// floor is what the mode is the floor of: the runs other modes are
+	// compared with.
+	floor floorRole
+}
+
+// cacheKind is what a mode's child caches the objects with.
+type cacheKind int
+
+const (
+	// noCache: clients only (the baseline's heap).
+	noCache cacheKind = iota
+	// typedInformer: client-go's typed shared informer, over protobuf.
+	typedInformer
+	// dynamicInformer: client-go's dynamic informer, unstructured JSON.
+	dynamicInformer
+	// typedSource: the informer the bridge builds (informers.NewSource),
+	// typed, with a shard's Owns.
+	typedSource
+	// bridgeTyped and bridgeDynamic run the bridge as cmd/bridge does,
+	// on its typed or its dynamic path.
+	bridgeTyped
+	bridgeDynamic
+)
+
+// bridge reports whether the child runs the bridge.
+func (c cacheKind) bridge() bool { return c == bridgeTyped || c == bridgeDynamic }
+
+// informer reports whether the child runs an informer of its own.
+func (c cacheKind) informer() bool {
+	return c == typedInformer || c == dynamicInformer || c == typedSource
+}
+
+// rawKind is what a publish-raw mode sends for each cached object.
+type rawKind int
+
+const (
+	noRaw rawKind = iota
+	// rawObjects: each object as encoding/json writes it.
+	rawObjects
+	// rawItems: the bridge's snapshot item for each object.
+	rawItems
+)
+
+// floorRole is which comparison a mode is the floor of.
+type floorRole int
+
+const (
+	// The zero value: the floor of nothing.
+	_ floorRole = iota
+	// heapFloor: the heap with clients only; each mode's heap per object
+	// is reported above it.
+	heapFloor
+	// cpuFloor: the bare typed informer; each mode's CPU per event, RSS
+	// and peak RSS are compared with the mean of its runs with the same
+	// gzip and GOMAXPROCS settings.
+	cpuFloor
+	// snapshotFloor: the objects published raw; each start-up snapshot is
+	// compared with the mean of its runs.
+	snapshotFloor
+)
+
+var modeTable = []modeKind{
+	{name: "baseline", label: "baseline: clients only, no informer", runs: noCache, floor: heapFloor},
+	{name: "typed", label: "typed informer (protobuf)", runs: typedInformer, floor: cpuFloor},
+	{name: "typed-transform", label: "typed informer + transform", runs: typedInformer, transform: true},
+	{name: "dynamic", label: "dynamic informer (unstructured, JSON)", runs: dynamicInformer},
+	{name: "dynamic-transform", label: "dynamic informer + transform", runs: dynamicInformer, transform: true},
+	{name: "typed-shard", label: "typed informer, one shard", runs: typedSource, sharded: true},
+	{name: "publish-raw", label: "informer, then its objects published raw (the snapshot's floor)",
+		runs: typedInformer, transform: true, raw: rawObjects, floor: snapshotFloor},
+	{name: "publish-raw-items", label: "informer, then the bridge's snapshot items for its objects published raw",
+		runs: typedInformer, transform: true, raw: rawItems},
+	{name: "bridge-typed", label: "bridge, typed path", runs: bridgeTyped},
+	{name: "bridge-dynamic", label: "bridge, dynamic path", runs: bridgeDynamic},
+	{name: "bridge-shard", label: "bridge, typed path, one shard", runs: bridgeTyped, sharded: true},
+}
+
+// kindNamed is the row of the mode called name, or nil.
+func kindNamed(name string) *modeKind {
+	for i := range modeTable {
+		if modeTable[i].name == name {
+			return &modeTable[i]
+		}
+	}
+	return nil
+}
+
+// publishes reports whether the mode's child writes to its stream
+// (streamName): a bridge, or a raw publisher.
+func (k *modeKind) publishes() bool { return k.runs.bridge() || k.raw != noRaw }
+
+// mode is one run of a mode row, with what its suffixes set.
+type mode struct {
+	kind  *modeKind
 	label string
 	// budget is the bridge's BRIDGE_PUBLISH_BUFFER_BYTES; empty is the
 	// default.
@@ -34,8 +138,7 @@ type mode struct {
 	// linger, if set, is a bridge mode's BRIDGE_PUBLISH_LINGER
 	// (mode+linger=D).
 	linger string
-	// shard is the part of the objects of typed-shard and bridge-shard
-	// (mode@i/N).
+	// shard is the part of the objects of a sharded mode (mode@i/N).
 	shard shard.Shard
 	// exe, if set, is the versus binary the child runs from
 	// (mode+exe=PATH): another build, say one of an earlier commit, so
@@ -43,172 +146,24 @@ type mode struct {
 	exe string
 }
 
-var modes = []mode{
-	{name: "baseline", label: "baseline: clients only, no informer"},
-	{name: "typed", label: "typed informer (protobuf)"},
-	{name: "typed-transform", label: "typed informer + transform"},
-	{name: "dynamic", label: "dynamic informer (unstructured, JSON)"},
-	{name: "dynamic-transform", label: "dynamic informer + transform"},
-	{name: "typed-shard", label: "typed informer, one shard"},
-	{name: "publish-raw", label: "informer, then its objects published raw (the snapshot's floor)"},
-	{name: "publish-raw-items", label: "informer, then the bridge's snapshot items for its objects published raw"},
-	{name: "bridge-typed", label: "bridge, typed path"},
-	{name: "bridge-dynamic", label: "bridge, dynamic path"},
-	{name: "bridge-shard", label: "bridge, typed path, one shard"},
-}
-
-// id names a mode run: its name, with the budget if one is set.
+// id names a mode run: its name and its suffixes, in the suffix table's
+// order.
 func (m mode) id() string {
-	id := m.name
-	if m.budget != "" {
-		id += "@" + m.budget
-	}
-	if m.sharded() {
-		id += "@" + m.shard.String()
-	}
-	if m.noGzip {
-		id += "+nogzip"
-	}
-	if m.gzip {
-		id += "+gzip"
-	}
-	if m.gogc != "" {
-		id += "+gogc=" + m.gogc
-	}
-	if m.procs != "" {
-		id += "+procs=" + m.procs
-	}
-	if m.linger != "" {
-		id += "+linger=" + m.linger
-	}
-	if m.exe != "" {
-		id += "+exe=" + filepath.Base(m.exe)
+	id := m.kind.name
+	for _, s := range suffixes {
+		id += s.id(m)
 	}
 	return id
 }
 
-func (m mode) isBridge() bool { return strings.HasPrefix(m.name, "bridge-") }
-
-// publishes reports whether m's child writes to its stream (streamName):
-// a bridge, or publish-raw and publish-raw-items.
-func (m mode) publishes() bool { return m.isBridge() || strings.HasPrefix(m.name, "publish-raw") }
-
-// sharded reports whether m holds one shard's part of the objects.
-func (m mode) sharded() bool { return m.name == "typed-shard" || m.name == "bridge-shard" }
+func (m mode) isBridge() bool { return m.kind.runs.bridge() }
 
 func modeNames() string {
 	var n []string
-	for _, m := range modes {
-		n = append(n, m.name)
+	for _, k := range modeTable {
+		n = append(n, k.name)
 	}
 	return strings.Join(n, ",")
-}
-
-func selectModes(only string) ([]mode, error) {
-	if only == "" {
-		return modes, nil
-	}
-	var out []mode
-	for _, name := range strings.Split(only, ",") {
-		// mode[@budget|@i/N][+nogzip|+gzip][+gogc=N][+procs=N][+linger=D],
-		// the suffixes in any order.
-		suffixes := strings.Split(strings.TrimSpace(name), "+")
-		name = suffixes[0]
-		var noGzip, gzip bool
-		var gogc, procs, linger, exe string
-		for _, suf := range suffixes[1:] {
-			key, val, _ := strings.Cut(suf, "=")
-			if key == "exe" {
-				if _, err := os.Stat(val); err != nil {
-					return nil, fmt.Errorf("mode %q: +exe= wants a versus binary: %w", name, err)
-				}
-				exe = val
-				continue
-			}
-			if key == "linger" {
-				if _, err := time.ParseDuration(val); err != nil {
-					return nil, fmt.Errorf("mode %q: +linger= wants a duration: %w", name, err)
-				}
-				linger = val
-				continue
-			}
-			if _, err := strconv.Atoi(val); key != "nogzip" && key != "gzip" && err != nil {
-				return nil, fmt.Errorf("mode %q: +%s= wants a number", name, key)
-			}
-			switch key {
-			case "nogzip":
-				noGzip = true
-			case "gzip":
-				gzip = true
-			case "gogc":
-				gogc = val
-			case "procs":
-				procs = val
-			default:
-				return nil, fmt.Errorf("mode %q: unknown suffix +%s (known: +nogzip, +gzip, +gogc=N, +procs=N, +linger=D, +exe=PATH)", name, key)
-			}
-		}
-		// After "@": a shard mode's shard, a bridge mode's publish buffer.
-		name, at, _ := strings.Cut(name, "@")
-		found := false
-		for _, m := range modes {
-			if m.name == name {
-				switch {
-				case m.sharded():
-					sh, err := contract.ParseShard(at)
-					if err != nil {
-						return nil, fmt.Errorf("mode %q: want %s@i/N: %w", name, name, err)
-					}
-					m.shard = sh
-					m.label += " " + sh.String()
-				case at != "" && !m.isBridge():
-					return nil, fmt.Errorf("mode %q: only bridge modes take a @budget", name)
-				case at != "":
-					m.budget = at
-					m.label += ", publish buffer " + at
-				}
-				switch {
-				case noGzip && gzip:
-					return nil, fmt.Errorf("mode %q: +gzip or +nogzip, not both", name)
-				case gzip && !m.isBridge():
-					return nil, fmt.Errorf("mode %q: only bridge modes take +gzip (an informer asks for gzip unless +nogzip)", name)
-				case noGzip:
-					m.noGzip = true
-					m.label += ", no gzip"
-				case gzip:
-					m.gzip = true
-					m.label += ", gzip"
-				case m.isBridge():
-					m.label += ", no gzip (its default)"
-				}
-				if gogc != "" {
-					m.gogc = gogc
-					m.label += ", GOGC=" + gogc
-				}
-				if procs != "" {
-					m.procs = procs
-					m.label += ", GOMAXPROCS=" + procs
-				}
-				if linger != "" {
-					if !m.isBridge() {
-						return nil, fmt.Errorf("mode %q: only bridge modes take +linger", name)
-					}
-					m.linger = linger
-					m.label += ", linger " + linger
-				}
-				if exe != "" {
-					m.exe = exe
-					m.label += ", built as " + exe
-				}
-				out = append(out, m)
-				found = true
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("unknown mode %q (known: %s)", name, modeNames())
-		}
-	}
-	return out, nil
 }
 
 // streamName is the stream of mode m (one per mode: a mode listed again

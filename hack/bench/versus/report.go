@@ -16,7 +16,7 @@ func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 func printReport(w io.Writer, b *bench, runs []run, serverVersion string, maxPayload int) {
 	var base *result
 	for i := range runs {
-		if runs[i].m.name == "baseline" {
+		if runs[i].m.kind.floor == heapFloor {
 			base = &runs[i].ready
 		}
 	}
@@ -27,7 +27,7 @@ func printReport(w io.Writer, b *bench, runs []run, serverVersion string, maxPay
 	for _, rn := range runs {
 		r := rn.ready
 		delta := "–"
-		if base != nil && rn.m.name != "baseline" {
+		if base != nil && rn.m.kind.floor != heapFloor {
 			delta = strconv.FormatInt((int64(r.HeapInuse)-int64(base.HeapInuse))/int64(objects), 10)
 		}
 		snapshot := "–"
@@ -62,32 +62,49 @@ func printReport(w io.Writer, b *bench, runs []run, serverVersion string, maxPay
 }
 
 // printChurnReport prints the peaks over the whole life of each child,
-// against the first informer mode's ("typed" when it ran), and what the
-// stream received.
+// against the first informer mode's (the CPU floor's when it ran), its CPU
+// over the churn, and what the stream received.
 func printChurnReport(w io.Writer, b *bench, runs []run) {
-	var ref *run
-	for i := range runs {
-		if runs[i].m.name == "typed" {
-			ref = &runs[i]
-			break
-		}
-	}
-	for i := range runs {
-		if ref == nil && !runs[i].m.isBridge() && runs[i].m.name != "baseline" {
-			ref = &runs[i]
-		}
-	}
+	ref := churnReference(runs)
 	c := b.churn
 	fmt.Fprintf(w, "\nChurn: %s requested at %.0f/s", c.mix, c.rate)
 	if c.outage > 0 {
 		fmt.Fprintf(w, ", NATS stopped for %v starting %v into the churn", c.outage, c.outageAfter)
 	}
 	fmt.Fprintf(w, ". Peaks are over each child's whole life: cache sync or start-up snapshot, then the churn.\n\n")
-	refLabel := "–"
-	if ref != nil {
-		refLabel = ref.m.label
+	printChurnPeaks(w, runs, ref)
+	printChurnCPU(w, c.mix, runs, ref)
+	printStreams(w, runs)
+}
+
+// churnReference is the run the churn's tables compare with: the first of
+// the CPU floor, else the first of an informer; nil for none.
+func churnReference(runs []run) *run {
+	for i := range runs {
+		if runs[i].m.kind.floor == cpuFloor {
+			return &runs[i]
+		}
 	}
-	fmt.Fprintf(w, "| mode | peak RSS after start-up MiB | peak RSS at end MiB | peak ÷ %s | RSS at end MiB | heap in-use at end MiB | max live heap MiB | max sampled heap alloc MiB | max pending objects | max publish buffer MiB | churn s | NATS down s |\n", refLabel)
+	for i := range runs {
+		if runs[i].m.kind.runs.informer() {
+			return &runs[i]
+		}
+	}
+	return nil
+}
+
+// referenceLabel names ref in the tables' headers.
+func referenceLabel(ref *run) string {
+	if ref == nil {
+		return "–"
+	}
+	return ref.m.label
+}
+
+// printChurnPeaks prints each run's memory at the end of the churn, and
+// its peak against ref's.
+func printChurnPeaks(w io.Writer, runs []run, ref *run) {
+	fmt.Fprintf(w, "| mode | peak RSS after start-up MiB | peak RSS at end MiB | peak ÷ %s | RSS at end MiB | heap in-use at end MiB | max live heap MiB | max sampled heap alloc MiB | max pending objects | max publish buffer MiB | churn s | NATS down s |\n", referenceLabel(ref))
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, rn := range runs {
 		if rn.churn == nil {
@@ -109,11 +126,15 @@ func printChurnReport(w io.Writer, b *bench, runs []run) {
 		fmt.Fprintf(w, "| %s | %.1f | %.1f | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %.1f | %.1f |\n",
 			rn.m.label, kib(rn.ready.VmHWMKiB), kib(r.VmHWMKiB), ratio, kib(r.VmRSSKiB), mib(r.HeapInuse), mib(r.MaxLiveHeap), mib(r.MaxHeapAlloc), pending, buffer, churnSecs, outage)
 	}
-	// CPU is compared with the typed informer run the same way (gzip on
-	// or off), when there is one.
-	fmt.Fprintf(w, "\n| mode | CPU s during the churn | CPU ms per 1,000 events | ÷ %s (same gzip and GOMAXPROCS settings) | kube-apiserver CPU ms per 1,000 events (the churn's writes and this mode's watch) | write / read syscalls per event | voluntary context switches per event | GC cycles | GC CPU ms per 1,000 events (the runtime's estimate) |\n", refLabel)
+}
+
+// printChurnCPU prints each run's CPU over the churn, compared with the
+// typed informer run the same way (gzip on or off) when there is one,
+// else with ref.
+func printChurnCPU(w io.Writer, mix churnMix, runs []run, ref *run) {
+	fmt.Fprintf(w, "\n| mode | CPU s during the churn | CPU ms per 1,000 events | ÷ %s (same gzip and GOMAXPROCS settings) | kube-apiserver CPU ms per 1,000 events (the churn's writes and this mode's watch) | write / read syscalls per event | voluntary context switches per event | GC cycles | GC CPU ms per 1,000 events (the runtime's estimate) |\n", referenceLabel(ref))
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|")
-	perK := func(rn run) float64 { return cpuPerThousand(rn, c.mix) }
+	perK := func(rn run) float64 { return cpuPerThousand(rn, mix) }
 	cpuRef := func(rn run) float64 {
 		if fs := floorRuns(runs, rn); len(fs) > 0 {
 			return meanOf(fs, perK)
@@ -133,7 +154,7 @@ func printChurnReport(w io.Writer, b *bench, runs []run) {
 		}
 		apiserver := "–"
 		if rn.apiserverCPU > 0 {
-			apiserver = fmt.Sprintf("%.1f", rn.apiserverCPU*1000/float64(c.mix.total())*1000)
+			apiserver = fmt.Sprintf("%.1f", rn.apiserverCPU*1000/float64(mix.total())*1000)
 		}
 		u := rn.churnUsage()
 		cycles, gcCPU := "–", "–"
@@ -141,11 +162,15 @@ func printChurnReport(w io.Writer, b *bench, runs []run) {
 			cycles = strconv.FormatInt(u.GCCycles, 10)
 		}
 		if u.GCCPUSecs >= 0 {
-			gcCPU = fmt.Sprintf("%.1f", u.GCCPUSecs*1000/float64(c.mix.total())*1000)
+			gcCPU = fmt.Sprintf("%.1f", u.GCCPUSecs*1000/float64(mix.total())*1000)
 		}
 		fmt.Fprintf(w, "| %s | %.2f | %.1f | %s | %s | %s / %s | %s | %s | %s |\n", rn.m.label, u.CPUSecs, perK(rn), ratio, apiserver,
-			perEvent(u.Writes, c.mix), perEvent(u.Reads, c.mix), perEvent(u.Switches, c.mix), cycles, gcCPU)
+			perEvent(u.Writes, mix), perEvent(u.Reads, mix), perEvent(u.Switches, mix), cycles, gcCPU)
 	}
+}
+
+// printStreams prints what each bridge's stream received.
+func printStreams(w io.Writer, runs []run) {
 	fmt.Fprintln(w, "\n| mode | stream messages | snapshot begin/items/end | added events (held + rolled up) | updated events | updates they stand for | deleted events | coalesced events | truncated | mean updated event KiB |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, rn := range runs {
@@ -193,7 +218,7 @@ func clientGoRuns(runs []run) []run { return typedRuns(runs, true, "") }
 func typedRuns(runs []run, gzip bool, procs string) []run {
 	var out []run
 	for _, r := range runs {
-		if r.m.name == "typed" && r.ready.Gzip == gzip && r.m.procs == procs && r.churn != nil {
+		if r.m.kind.floor == cpuFloor && r.ready.Gzip == gzip && r.m.procs == procs && r.churn != nil {
 			out = append(out, r)
 		}
 	}

@@ -17,8 +17,8 @@ func churnRun(m mode, gzip bool, cpu float64) run {
 // A floor run before and after the bridge brackets it: the bridge is
 // compared with their mean, and each floor run with it too.
 func TestVersusComparesWithTheMeanOfTheFloorRuns(t *testing.T) {
-	floor := mode{name: "typed", label: "floor", noGzip: true}
-	bridge := mode{name: "bridge-typed", label: "bridge"}
+	floor := mode{kind: kindNamed("typed"), label: "floor", noGzip: true}
+	bridge := mode{kind: kindNamed("bridge-typed"), label: "bridge"}
 	runs := []run{churnRun(floor, false, 1.0), churnRun(bridge, false, 2.6), churnRun(floor, false, 3.0)}
 	b := &bench{objects: 10, churn: churnOptions{mix: churnMix{creates: 1000}}}
 	var out strings.Builder
@@ -40,8 +40,8 @@ func TestSnapshotComparedWithTheMeanOfTheRawRuns(t *testing.T) {
 	snapshot := func(m mode, secs float64) run {
 		return run{m: m, ready: result{bridgeTotals: bridgeTotals{SnapshotSecs: secs}}}
 	}
-	raw := mode{name: "publish-raw", label: "raw"}
-	bridge := mode{name: "bridge-typed", label: "bridge"}
+	raw := mode{kind: kindNamed("publish-raw"), label: "raw"}
+	bridge := mode{kind: kindNamed("bridge-typed"), label: "bridge"}
 
 	var out strings.Builder
 	printSnapshotFloor(&out, []run{snapshot(raw, 1.0), snapshot(bridge, 4.5), snapshot(raw, 2.0)})
@@ -64,8 +64,8 @@ func TestSnapshotComparedWithTheMeanOfTheRawRuns(t *testing.T) {
 // The lag and the publish latency are means over the churn alone: what
 // the start-up snapshot's publishes added before is taken off.
 func TestLagAndPublishLatencyAreThoseOfTheChurn(t *testing.T) {
-	floor := mode{name: "typed", label: "floor", noGzip: true}
-	bridge := mode{name: "bridge-typed", label: "bridge"}
+	floor := mode{kind: kindNamed("typed"), label: "floor", noGzip: true}
+	bridge := mode{kind: kindNamed("bridge-typed"), label: "bridge"}
 	rn := churnRun(bridge, false, 2.0)
 	rn.ready.LagSumSecs, rn.ready.LagCount = 500, 1000                // the snapshot's: 500 ms each
 	rn.ready.PublishSumSecs, rn.ready.PublishCount = 300, 1000        // 300 ms each

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,13 +25,79 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 	out := run{m: m}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
-	natsURL := b.env.NATSURL()
-	if m.publishes() {
-		if err := removeStream(ctx, natsURL, streamName(m)); err != nil {
+	if m.kind.publishes() {
+		if err := removeStream(ctx, b.env.NATSURL(), streamName(m)); err != nil {
 			return out, err
 		}
 	}
-	args := []string{"child", m.name, "-kubeconfig", b.kubeconfig, "-nats", natsURL, "-settle", b.settle.String(), "-stream", streamName(m),
+	p, err := b.startChild(ctx, m)
+	if err != nil {
+		return out, err
+	}
+	// Whatever happens, the child is not left running.
+	defer p.stop()
+	if err := b.measureReady(ctx, p, &out); err != nil {
+		return out, err
+	}
+	if b.churn.mix.total() > 0 {
+		if err := b.measureChurn(ctx, p, seq, &out); err != nil {
+			return out, err
+		}
+	}
+	if err := p.stdin.Close(); err != nil {
+		return out, err
+	}
+	return out, p.cmd.Wait()
+}
+
+// childProcess is a running child: the parent writes "measure N" to its
+// stdin and reads its JSON lines.
+type childProcess struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines *bufio.Scanner
+}
+
+func (p *childProcess) stop() {
+	_ = p.stdin.Close()
+	_ = p.cmd.Wait()
+}
+
+// startChild starts mode m's child: "versus child <mode> ...", from this
+// build or from m's +exe=.
+func (b *bench) startChild(ctx context.Context, m mode) (*childProcess, error) {
+	args := b.childArgs(m, b.env.NATSURL())
+	profiles, err := b.profileArgs(m)
+	if err != nil {
+		return nil, err
+	}
+	exe := b.self
+	if m.exe != "" {
+		exe = m.exe
+	}
+	cmd := exec.CommandContext(ctx, exe, append(args, profiles...)...)
+	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), b.childEnv(m)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 64<<10), 1<<20)
+	return &childProcess{cmd: cmd, stdin: stdin, lines: lines}, nil
+}
+
+// childArgs are the child's arguments (child's flags), the child protocol
+// an older build given as +exe= speaks too: add none it does not know.
+func (b *bench) childArgs(m mode, natsURL string) []string {
+	args := []string{"child", m.kind.name, "-kubeconfig", b.kubeconfig, "-nats", natsURL, "-settle", b.settle.String(), "-stream", streamName(m),
 		"-namespaces", strconv.Itoa(b.layout.namespaces), "-shard", m.shard.String(), "-scrape-interval", b.scrapeEvery.String()}
 	if m.budget != "" {
 		args = append(args, "-budget", m.budget)
@@ -44,91 +111,84 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 	if b.churn.mix.total() > 0 {
 		args = append(args, "-wait")
 	}
+	return args
+}
+
+// profileArgs are the child's profile arguments, in directories made
+// here.
+func (b *bench) profileArgs(m mode) ([]string, error) {
+	var args []string
 	if b.profiles != "" {
 		if err := os.MkdirAll(b.profiles, 0o755); err != nil {
-			return out, err
+			return nil, err
 		}
 		args = append(args, "-heapprofile", filepath.Join(b.profiles, m.id()+".pprof"))
 	}
 	if b.cpuProfiles != "" {
 		if err := os.MkdirAll(b.cpuProfiles, 0o755); err != nil {
-			return out, err
+			return nil, err
 		}
 		args = append(args, "-ready-cpuprofile", filepath.Join(b.cpuProfiles, m.id()+"-ready-cpu.pprof"))
 		if b.churn.mix.total() > 0 {
 			args = append(args, "-churn-cpuprofile", filepath.Join(b.cpuProfiles, m.id()+"-churn-cpu.pprof"))
 		}
 	}
-	exe := b.self
-	if m.exe != "" {
-		exe = m.exe
+	return args, nil
+}
+
+// childEnv is what the child's environment adds to the parent's: the
+// runtime's settings, and a bridge's settings that have no flag.
+func (b *bench) childEnv(m mode) []string {
+	var env []string
+	set := func(k, v string) {
+		if v != "" {
+			env = append(env, k+"="+v)
+		}
 	}
-	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Stderr = os.Stderr
-	cmd.Env = os.Environ()
-	if b.memLimit != "" {
-		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+b.memLimit)
-	}
-	if m.gogc != "" {
-		cmd.Env = append(cmd.Env, "GOGC="+m.gogc)
-	}
-	if m.procs != "" {
-		cmd.Env = append(cmd.Env, "GOMAXPROCS="+m.procs)
-	}
-	if m.linger != "" {
-		cmd.Env = append(cmd.Env, "BRIDGE_PUBLISH_LINGER="+m.linger)
-	}
+	set("GOMEMLIMIT", b.memLimit)
+	set("GOGC", m.gogc)
+	set("GOMAXPROCS", m.procs)
+	set("BRIDGE_PUBLISH_LINGER", m.linger)
 	if m.isBridge() && m.gzip {
-		cmd.Env = append(cmd.Env, "BRIDGE_KUBE_COMPRESSION=true")
+		set("BRIDGE_KUBE_COMPRESSION", "true")
 	}
 	if m.isBridge() && m.noGzip {
-		cmd.Env = append(cmd.Env, "BRIDGE_KUBE_COMPRESSION=false")
+		set("BRIDGE_KUBE_COMPRESSION", "false")
 	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return out, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return out, err
-	}
-	if err := cmd.Start(); err != nil {
-		return out, err
-	}
-	// Whatever happens, the child is not left running.
-	defer func() {
-		_ = stdin.Close()
-		_ = cmd.Wait()
-	}()
-	lines := bufio.NewScanner(stdout)
-	lines.Buffer(make([]byte, 64<<10), 1<<20)
+	return env
+}
 
-	if out.ready, err = readResult(lines); err != nil {
-		return out, err
+// measureReady reads the child's first measurement, once it is ready, and
+// checks what it cached, and for a bridge, what it stored.
+func (b *bench) measureReady(ctx context.Context, p *childProcess, out *run) error {
+	m := out.m
+	var err error
+	if out.ready, err = readResult(p.lines); err != nil {
+		return err
 	}
 	if want := b.objectsOf(m); out.ready.Objects >= 0 && out.ready.Objects != want {
-		return out, fmt.Errorf("child cached %d objects, want %d", out.ready.Objects, want)
+		return fmt.Errorf("child cached %d objects, want %d", out.ready.Objects, want)
 	}
 	if m.isBridge() {
-		sc, err := countStream(ctx, natsURL, streamName(m))
+		sc, err := countStream(ctx, b.env.NATSURL(), streamName(m))
 		if err != nil {
-			return out, err
+			return err
 		}
 		// term marker + begin marker + one item per object + end marker
 		objects := b.objectsOf(m)
 		if sc.Msgs != uint64(objects)+3 || sc.Items != objects {
-			return out, fmt.Errorf("stream %s holds %d messages (%d snapshot items), want %d (%d)", streamName(m), sc.Msgs, sc.Items, objects+3, objects)
+			return fmt.Errorf("stream %s holds %d messages (%d snapshot items), want %d (%d)", streamName(m), sc.Msgs, sc.Items, objects+3, objects)
 		}
 		out.stream = &sc
 	}
 	logResult(m, out.ready)
-	if b.churn.mix.total() == 0 {
-		if err := stdin.Close(); err != nil {
-			return out, err
-		}
-		return out, cmd.Wait()
-	}
+	return nil
+}
 
+// measureChurn makes the churn, waits for a bridge's stream to hold it,
+// and reads the child's second measurement once it has seen it all.
+func (b *bench) measureChurn(ctx context.Context, p *childProcess, seq int, out *run) error {
+	m := out.m
 	// The API server's CPU over the same span: the churn's writes cost it
 	// the same in every mode, the watch it serves this child does not
 	// (gzip or not).
@@ -137,39 +197,46 @@ func (b *bench) runChild(ctx context.Context, m mode, seq int) (run, error) {
 	load, err := b.runChurn(ctx, seq)
 	out.load = &load
 	if err != nil {
-		return out, err
+		return err
 	}
 	if m.isBridge() {
-		mix := b.mixOf(m)
-		sc, err := waitForChurn(ctx, natsURL, streamName(m), mix)
+		sc, err := b.streamAfterChurn(ctx, m)
 		if err != nil {
-			return out, err
-		}
-		if sc.Items != b.objectsOf(m) || sc.Added+sc.RolledUp != mix.creates || sc.Changes != mix.updates || sc.Deleted != mix.deletes || sc.Other != 0 {
-			return out, fmt.Errorf("stream %s: %d snapshot items, %d added (%d more rolled up), %d updated events standing for %d updates, %d deleted, %d other events; want %d items, %s, no other events",
-				streamName(m), sc.Items, sc.Added, sc.RolledUp, sc.Updated, sc.Changes, sc.Deleted, sc.Other, b.objectsOf(m), mix)
+			return err
 		}
 		out.stream = &sc
 	}
-	if _, err := fmt.Fprintf(stdin, "measure %d\n", b.eventsOf(m)); err != nil {
-		return out, err
+	if _, err := fmt.Fprintf(p.stdin, "measure %d\n", b.eventsOf(m)); err != nil {
+		return err
 	}
-	r, err := readResult(lines)
+	r, err := readResult(p.lines)
 	if err != nil {
-		return out, err
+		return err
 	}
 	if want := b.eventsOf(m); r.Objects >= 0 && r.Events < int64(want) {
-		return out, fmt.Errorf("informer delivered %d events, want %d (of %s)", r.Events, want, b.churn.mix)
+		return fmt.Errorf("informer delivered %d events, want %d (of %s)", r.Events, want, b.churn.mix)
 	}
 	out.churn = &r
 	if apiEnd, err := processCPUSeconds(apiPID); err == nil && apiErr == nil {
 		out.apiserverCPU = apiEnd - apiStart
 	}
 	logResult(m, r)
-	if err := stdin.Close(); err != nil {
-		return out, err
+	return nil
+}
+
+// streamAfterChurn waits for bridge mode m's stream to hold the churn's
+// events of its objects, and checks that it holds no others.
+func (b *bench) streamAfterChurn(ctx context.Context, m mode) (streamCount, error) {
+	mix := b.mixOf(m)
+	sc, err := waitForChurn(ctx, b.env.NATSURL(), streamName(m), mix)
+	if err != nil {
+		return sc, err
 	}
-	return out, cmd.Wait()
+	if sc.Items != b.objectsOf(m) || sc.Added+sc.RolledUp != mix.creates || sc.Changes != mix.updates || sc.Deleted != mix.deletes || sc.Other != 0 {
+		return sc, fmt.Errorf("stream %s: %d snapshot items, %d added (%d more rolled up), %d updated events standing for %d updates, %d deleted, %d other events; want %d items, %s, no other events",
+			streamName(m), sc.Items, sc.Added, sc.RolledUp, sc.Updated, sc.Changes, sc.Deleted, sc.Other, b.objectsOf(m), mix)
+	}
+	return sc, nil
 }
 
 func readResult(lines *bufio.Scanner) (result, error) {
@@ -198,7 +265,7 @@ func logResult(m mode, r result) {
 // owned tells whether mode m sees the object namespace/name: every object,
 // but for a shard mode only its shard's.
 func (b *bench) owned(m mode, namespace, name string) bool {
-	return !m.sharded() || shard.Owns(m.shard, namespace, name)
+	return !m.kind.sharded || shard.Owns(m.shard, namespace, name)
 }
 
 // mixOf is the part of the churn mode m publishes.

@@ -74,39 +74,43 @@ func countStream(ctx context.Context, url, name string) (streamCount, error) {
 		if err != nil {
 			return sc, fmt.Errorf("stream %s: reading headers: %w", name, err)
 		}
-		h := msg.Headers()
-		if h.Get(contract.Header(contract.ExtTruncated)) == "true" {
-			sc.Truncated++
-		}
-		switch h.Get(contract.HeaderType) {
-		case contract.TypeSnapshotBegin:
-			sc.Begins++
-		case contract.TypeSnapshotItem:
-			sc.Items++
-		case contract.TypeSnapshotEnd:
-			sc.Ends++
-		case contract.TypeTerm:
-			// One per bridge start, before anything it publishes.
-		case contract.TypeAdded:
-			sc.Added++
-		case contract.TypeDeleted:
-			sc.Deleted++
-		case contract.TypeUpdated:
-			sc.Updated++
-			n := 1
-			if v, err := strconv.Atoi(h.Get(contract.Header(contract.ExtCoalesced))); err == nil && v > 0 {
-				n = v
-				sc.Coalesced++
-			}
-			sc.Changes += n
-			if v, err := strconv.ParseInt(h.Get(nats.MsgSize), 10, 64); err == nil {
-				sc.UpdatedBytes += v
-			}
-		default:
-			sc.Other++
-		}
+		sc.count(msg.Headers())
 	}
 	return sc, nil
+}
+
+// count counts one message by its headers.
+func (sc *streamCount) count(h nats.Header) {
+	if h.Get(contract.Header(contract.ExtTruncated)) == "true" {
+		sc.Truncated++
+	}
+	switch h.Get(contract.HeaderType) {
+	case contract.TypeSnapshotBegin:
+		sc.Begins++
+	case contract.TypeSnapshotItem:
+		sc.Items++
+	case contract.TypeSnapshotEnd:
+		sc.Ends++
+	case contract.TypeTerm:
+		// One per bridge start, before anything it publishes.
+	case contract.TypeAdded:
+		sc.Added++
+	case contract.TypeDeleted:
+		sc.Deleted++
+	case contract.TypeUpdated:
+		sc.Updated++
+		n := 1
+		if v, err := strconv.Atoi(h.Get(contract.Header(contract.ExtCoalesced))); err == nil && v > 0 {
+			n = v
+			sc.Coalesced++
+		}
+		sc.Changes += n
+		if v, err := strconv.ParseInt(h.Get(nats.MsgSize), 10, 64); err == nil {
+			sc.UpdatedBytes += v
+		}
+	default:
+		sc.Other++
+	}
 }
 
 // waitForChurn waits until the stream holds mix's changes: an added
