@@ -3,11 +3,9 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -149,16 +147,4 @@ Run 'kubebridge <command> --help' for a command's flags.
 func logContext(ctx context.Context, stderr io.Writer, v int) context.Context {
 	cfg := textlogger.NewConfig(textlogger.Verbosity(v), textlogger.Output(stderr))
 	return klog.NewContext(ctx, textlogger.NewLogger(cfg))
-}
-
-// newFlagSet returns a flag set for a subcommand whose errors go to
-// stderr and whose --help prints synopsis and flags.
-func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "%s\n\nFlags:\n", strings.TrimSpace(synopsis))
-		printFlags(fs)
-	}
-	return fs
 }

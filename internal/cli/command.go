@@ -3,8 +3,8 @@ package cli
 import (
 	"cmp"
 	"context"
-	"flag"
 
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -13,7 +13,7 @@ import (
 // a failure is reported and ends the command.
 type streamCommand struct {
 	e    *env
-	fs   *flag.FlagSet
+	fs   *pflag.FlagSet
 	conn connFlags
 	// failCode is the exit code of a failure after the arguments were
 	// accepted: get and watch exit with ExitFindings, verify, whose 1
@@ -22,8 +22,10 @@ type streamCommand struct {
 }
 
 func newStreamCommand(e *env, name, synopsis string, failCode int) *streamCommand {
-	c := &streamCommand{e: e, fs: newFlagSet(e, name, synopsis), failCode: failCode}
-	c.conn.register(c.fs)
+	c := &streamCommand{e: e, failCode: failCode}
+	conn := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	c.conn.register(conn)
+	c.fs = newCommandFlags(e, name, synopsis, conn)
 	return c
 }
 

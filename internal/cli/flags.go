@@ -2,155 +2,95 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
-	"text/tabwriter"
+
+	"github.com/spf13/pflag"
 )
+
+// The command line follows kubectl's conventions, through pflag as
+// kubectl's does: long flags take two dashes (--namespace), short ones
+// one (-n, -oyaml), flags may follow positional arguments (get cm -n web),
+// and everything after "--" is positional.
 
 // splitCommand finds the subcommand in args: connection flags may come
 // before it, as the nats CLI allows (kubebridge --context prod get cm).
-// It returns the command and every other argument, in order.
+// It returns the command and every other argument, in order; "--help"
+// or "--version" when one of those comes before any command.
 func splitCommand(args []string) (string, []string, error) {
-	probe := flag.NewFlagSet("", flag.ContinueOnError)
+	probe := pflag.NewFlagSet("kubebridge", pflag.ContinueOnError)
+	probe.SetInterspersed(false) // the first positional argument is the command
+	probe.SetOutput(io.Discard)
+	probe.Usage = func() {}
 	(&connFlags{}).register(probe)
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
-			if a == "--" {
-				return "", nil, errors.New("no command before --")
+	version := probe.Bool("version", false, "print the version")
+	err := probe.Parse(args)
+	switch {
+	case errors.Is(err, pflag.ErrHelp):
+		return "--help", nil, nil
+	case err != nil:
+		return "", nil, beforeCommand(err)
+	case *version:
+		return "--version", nil, nil
+	case probe.ArgsLenAtDash() == 0:
+		return "", nil, errors.New("no command before --")
+	case probe.NArg() == 0:
+		return "", nil, nil
+	}
+	rest := probe.Args()
+	lead := args[:len(args)-len(rest)]
+	return rest[0], append(slices.Clone(lead), rest[1:]...), nil
+}
+
+// beforeCommand says what is wrong with a flag before the command: most
+// often a command's flag (-n) put where only connection flags may go.
+func beforeCommand(err error) error {
+	var unknown *pflag.NotExistError
+	if !errors.As(err, &unknown) {
+		return err
+	}
+	flag := "--" + unknown.GetSpecifiedName()
+	if short := unknown.GetSpecifiedShortnames(); short != "" {
+		flag = "-" + short
+	}
+	return fmt.Errorf("flag %s before the command: only connection flags may come first", flag)
+}
+
+// newCommandFlags returns the flag set of subcommand name, holding the
+// connection flags conn and -h/--help; the command adds its own. Its
+// help, on stdout, is synopsis, the command's flags, then the connection
+// flags.
+func newCommandFlags(e *env, name, synopsis string, conn *pflag.FlagSet) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard) // parseArgs reports errors itself
+	fs.BoolP("help", "h", false, "help for "+name)
+	fs.AddFlagSet(conn)
+	fs.Usage = func() {
+		own := pflag.NewFlagSet(name, pflag.ContinueOnError)
+		fs.VisitAll(func(f *pflag.Flag) {
+			if conn.Lookup(f.Name) == nil {
+				own.AddFlag(f)
 			}
-			rest := append(append([]string{}, args[:i]...), args[i+1:]...)
-			return a, rest, nil
-		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		switch name {
-		case "h", "help", "version":
-			return a, args[i+1:], nil
-		}
-		if probe.Lookup(name) == nil {
-			return "", nil, fmt.Errorf("flag %s before the command: only connection flags may come first", a)
-		}
-		if !hasValue {
-			i++ // its value
-		}
+		})
+		fmt.Fprintf(e.stdout, "%s\n\nFlags:\n%s\nConnection flags:\n%s", strings.TrimSpace(synopsis), own.FlagUsages(), conn.FlagUsages())
 	}
-	return "", nil, nil
+	return fs
 }
 
-// parseInterspersed parses args with fs and returns the positional
-// arguments. Flags may follow positional arguments, as with kubectl
-// (get configmaps -n web); everything after "--" is positional. A short
-// value flag may carry its value attached, as in -oyaml or -nweb.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	args = attachShortValues(fs, args)
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		consumed := len(args) - fs.NArg()
-		if consumed > 0 && args[consumed-1] == "--" {
-			return append(pos, fs.Args()...), nil
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
-// attachShortValues rewrites -oyaml into -o=yaml for one-letter value
-// flags, which the flag package would take for a flag named "oyaml".
-func attachShortValues(fs *flag.FlagSet, args []string) []string {
-	out := make([]string, 0, len(args))
-	for i, a := range args {
-		if a == "--" {
-			return append(out, args[i:]...)
-		}
-		if len(a) > 2 && a[0] == '-' && a[1] != '-' && a[2] != '=' && fs.Lookup(a[1:]) == nil {
-			if f := fs.Lookup(a[1:2]); f != nil && !isBool(f) {
-				a = a[:2] + "=" + a[2:]
-			}
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-func isBool(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
-
-// stringVar registers one string flag under several names (-n and
-// --namespace).
-func stringVar(fs *flag.FlagSet, p *string, names []string, value, usage string) {
-	for i, n := range names {
-		u := usage
-		if i > 0 {
-			u = "same as -" + names[0]
-		}
-		fs.StringVar(p, n, value, u)
-	}
-}
-
-// boolVar registers one boolean flag under several names.
-func boolVar(fs *flag.FlagSet, p *bool, names []string, usage string) {
-	for i, n := range names {
-		u := usage
-		if i > 0 {
-			u = "same as -" + names[0]
-		}
-		fs.BoolVar(p, n, false, u)
-	}
-}
-
-// parseArgs parses a subcommand's arguments; it returns the exit code to
-// return at once (help or a usage error), or -1 to go on.
-func parseArgs(e *env, fs *flag.FlagSet, args []string) ([]string, int) {
-	pos, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil, ExitOK
-	}
-	if err != nil {
-		// The flag package has printed the error and the usage.
+// parseArgs parses a subcommand's arguments and returns the positional
+// ones; it returns the exit code to return at once (help, or a usage
+// error reported in one line), or -1 to go on.
+func parseArgs(e *env, fs *pflag.FlagSet, args []string) ([]string, int) {
+	if err := fs.Parse(args); err != nil {
+		e.errorf("%v", err)
+		fmt.Fprintf(e.stderr, "See 'kubebridge %s --help' for usage.\n", fs.Name())
 		return nil, ExitError
 	}
-	return pos, -1
-}
-
-// printFlags prints a flag set's flags one line each, aliases together
-// (-n, --namespace), long names with two dashes as kubectl shows them.
-func printFlags(fs *flag.FlagSet) {
-	aliases := map[string][]string{}
-	fs.VisitAll(func(f *flag.Flag) {
-		if primary, ok := strings.CutPrefix(f.Usage, "same as -"); ok {
-			aliases[primary] = append(aliases[primary], f.Name)
-		}
-	})
-	dash := func(n string) string {
-		if len(n) == 1 {
-			return "-" + n
-		}
-		return "--" + n
+	if help, _ := fs.GetBool("help"); help {
+		fs.Usage()
+		return nil, ExitOK
 	}
-	tw := tabwriter.NewWriter(fs.Output(), 0, 4, 2, ' ', 0)
-	fs.VisitAll(func(f *flag.Flag) {
-		if strings.HasPrefix(f.Usage, "same as -") {
-			return
-		}
-		names := []string{dash(f.Name)}
-		for _, a := range aliases[f.Name] {
-			names = append(names, dash(a))
-		}
-		arg := ""
-		if !isBool(f) {
-			arg = " " + strings.TrimPrefix(fmt.Sprintf("%T", f.Value), "*flag.")
-			arg = strings.TrimSuffix(strings.TrimSuffix(arg, "Value"), "value")
-		}
-		fmt.Fprintf(tw, "  %s%s\t%s\n", strings.Join(names, ", "), arg, f.Usage)
-	})
-	_ = tw.Flush()
+	return fs.Args(), -1
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,17 +32,20 @@ type getFlags struct {
 	fullReplay bool
 }
 
-func runGet(ctx context.Context, e *env, args []string) int {
-	var f getFlags
-	cmd := newStreamCommand(e, "get", getSynopsis, ExitFindings)
-	fs := cmd.fs
-	stringVar(fs, &f.namespace, []string{"n", "namespace"}, "", "namespace (default: default; the stream need not be your kubeconfig's cluster)")
-	boolVar(fs, &f.all, []string{"A", "all-namespaces"}, "list the objects of every namespace")
-	stringVar(fs, &f.output, []string{"o", "output"}, "", "output format: wide, json, yaml or name")
-	stringVar(fs, &f.selector, []string{"l", "selector"}, "", "label selector, as kubectl's (app=web,tier!=db)")
+func (f *getFlags) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.namespace, "namespace", "n", "", "namespace (default: default; the stream need not be your kubeconfig's cluster)")
+	fs.BoolVarP(&f.all, "all-namespaces", "A", false, "list the objects of every namespace")
+	fs.StringVarP(&f.output, "output", "o", "", "output format: wide, json, yaml or name")
+	fs.StringVarP(&f.selector, "selector", "l", "", "label selector, as kubectl's (app=web,tier!=db)")
 	fs.BoolVar(&f.showLabels, "show-labels", false, "add a LABELS column")
 	fs.BoolVar(&f.noHeaders, "no-headers", false, "print no header line")
 	fs.BoolVar(&f.fullReplay, "full-replay", false, "rebuild the state by replaying from the latest complete snapshot, not from the last message per subject")
+}
+
+func runGet(ctx context.Context, e *env, args []string) int {
+	var f getFlags
+	cmd := newStreamCommand(e, "get", getSynopsis, ExitFindings)
+	f.register(cmd.fs)
 	pos, code := cmd.parse(args)
 	if code >= 0 {
 		return code

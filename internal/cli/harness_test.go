@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubebridge/kubebridge/internal/bridgetest"
@@ -179,20 +180,17 @@ func (h *harness) subjects() contract.Subjects {
 	return contract.Subjects{Prefix: h.prefix, Cluster: cluster}
 }
 
-// waitFor polls cond until it returns "" (done) or the deadline passes;
-// the deadline only guards against a hang, nothing is timed.
+// waitFor polls cond until it returns "" (done) or a minute passes; the
+// minute only guards against a hang, nothing is timed.
 func (h *harness) waitFor(what string, cond func() string) {
 	h.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		msg := cond()
-		if msg == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("%s: still %s after a minute", what, msg)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var still string
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		still = cond()
+		return still == "", nil
+	})
+	if err != nil {
+		h.t.Fatalf("%s: still %s after a minute", what, still)
 	}
 }
 

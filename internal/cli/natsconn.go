@@ -2,13 +2,13 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/pflag"
 
 	"github.com/kubebridge/kubebridge/pkg/consume"
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -26,9 +26,9 @@ type connFlags struct {
 	verbosity                          int
 }
 
-func (c *connFlags) register(fs *flag.FlagSet) {
-	stringVar(fs, &c.server, []string{"s", "server"}, "", "NATS server URL(s), comma-separated (default $NATS_URL, else the context's, else "+nats.DefaultURL+")")
-	fs.StringVar(&c.context, "context", "", "nats CLI context to connect with (default $NATS_CONTEXT, else the one 'nats context select' chose)")
+func (c *connFlags) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&c.server, "server", "s", "", "NATS server URL(s), comma-separated (default $NATS_URL, else the context's, else "+nats.DefaultURL+")")
+	fs.StringVar(&c.context, "context", "", "nats CLI context to connect with (default $NATS_CONTEXT, else the one 'nats context select' chose); verify's kubeconfig context is --kube-context")
 	fs.StringVar(&c.creds, "creds", "", "user credentials file (default $NATS_CREDS)")
 	fs.StringVar(&c.nkey, "nkey", "", "NKey seed file (default $NATS_NKEY)")
 	fs.StringVar(&c.user, "user", "", "user name (default $NATS_USER)")
@@ -41,7 +41,7 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.stream, "stream", "", "stream the bridge writes (default $BRIDGE_STREAM_NAME, else "+consume.DefaultStream+")")
 	fs.StringVar(&c.prefix, "prefix", "", "subject prefix (default $BRIDGE_SUBJECT_PREFIX, else "+consume.DefaultSubjectPrefix+")")
 	fs.StringVar(&c.cluster, "cluster", "", "cluster name in subjects (default $BRIDGE_CLUSTER_NAME, else "+consume.DefaultCluster+")")
-	fs.IntVar(&c.verbosity, "v", 0, "log verbosity (2: bootstrap details)")
+	fs.IntVarP(&c.verbosity, "v", "v", 0, "log verbosity (2: bootstrap details)")
 }
 
 // first returns the first non-empty value.

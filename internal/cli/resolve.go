@@ -109,45 +109,18 @@ func resolve(ctx context.Context, c *conn, word string) (resolved, error) {
 
 // resolveIn resolves word against the types of a stream.
 func resolveIn(types []streamType, word string) (resolved, error) {
-	word = strings.ToLower(strings.TrimSpace(word))
-	if word == "" || strings.ContainsAny(word, "*> \t/") {
-		return resolved{}, fmt.Errorf("%q is not a resource name", word)
+	n, err := parseResourceArg(word)
+	if err != nil {
+		return resolved{}, err
 	}
 	builtin := builtinNames()
-	name, rest, dotted := strings.Cut(word, ".")
-	var pinned, group string
-	if dotted {
-		toks := strings.Split(rest, ".")
-		if contract.IsVersion(toks[0]) {
-			pinned, toks = toks[0], toks[1:]
-		}
-		group = strings.Join(toks, ".")
-	}
-	// The plurals the name can stand for, per group ("" any group).
-	plurals := map[string]bool{name: true}
-	for _, gr := range builtin[name] {
-		plurals[gr.Resource] = true
-	}
-	guess, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: name})
-	plurals[guess.Resource] = true
-
-	var cands []streamType
-	for _, t := range types {
-		if !plurals[t.Resource] || dotted && t.Group != group || pinned != "" && t.Version != pinned {
-			continue
-		}
-		// A built-in's short or singular name names its own group only.
-		if t.Resource != name && t.Resource != guess.Resource && !slices.Contains(builtin[name], schema.GroupResource{Group: t.Group, Resource: t.Resource}) {
-			continue
-		}
-		cands = append(cands, t)
-	}
+	cands := n.candidates(types, builtin)
 	if len(cands) == 0 {
-		return resolved{streamType: notInStream(builtin, name, group, pinned, dotted)}, nil
+		return resolved{streamType: notInStream(builtin, n.name, n.group, n.pinned, n.dotted)}, nil
 	}
 	var grs []schema.GroupResource
 	for _, t := range cands {
-		if gr := (schema.GroupResource{Group: t.Group, Resource: t.Resource}); !slices.Contains(grs, gr) {
+		if gr := t.groupResource(); !slices.Contains(grs, gr) {
 			grs = append(grs, gr)
 		}
 	}
@@ -157,22 +130,81 @@ func resolveIn(types []streamType, word string) (resolved, error) {
 		for _, g := range grs {
 			names = append(names, g.String())
 		}
-		return resolved{}, fmt.Errorf("%w: %q is %s; name the group", ErrAmbiguous, word, strings.Join(names, " and "))
+		return resolved{}, fmt.Errorf("%w: %q is %s; name the group", ErrAmbiguous, n.word, strings.Join(names, " and "))
 	}
+	return pickVersion(cands, gr, n.pinned), nil
+}
+
+func (t streamType) groupResource() schema.GroupResource {
+	return schema.GroupResource{Group: t.Group, Resource: t.Resource}
+}
+
+// resourceArg is a resource name as a person typed it, split as kubectl
+// splits it: name[.version][.group].
+type resourceArg struct {
+	word, name, pinned, group string
+	// dotted is set when the word names a group ("" for the core one).
+	dotted bool
+}
+
+func parseResourceArg(word string) (resourceArg, error) {
+	word = strings.ToLower(strings.TrimSpace(word))
+	if word == "" || strings.ContainsAny(word, "*> \t/") {
+		return resourceArg{}, fmt.Errorf("%q is not a resource name", word)
+	}
+	n := resourceArg{word: word}
+	var rest string
+	n.name, rest, n.dotted = strings.Cut(word, ".")
+	if n.dotted {
+		toks := strings.Split(rest, ".")
+		if contract.IsVersion(toks[0]) {
+			n.pinned, toks = toks[0], toks[1:]
+		}
+		n.group = strings.Join(toks, ".")
+	}
+	return n, nil
+}
+
+// candidates are the types of the stream the name can stand for.
+func (n resourceArg) candidates(types []streamType, builtin map[string][]schema.GroupResource) []streamType {
+	// The plurals the name can stand for, per group ("" any group).
+	plurals := map[string]bool{n.name: true}
+	for _, gr := range builtin[n.name] {
+		plurals[gr.Resource] = true
+	}
+	guess, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: n.name})
+	plurals[guess.Resource] = true
+
+	var cands []streamType
+	for _, t := range types {
+		if !plurals[t.Resource] || n.dotted && t.Group != n.group || n.pinned != "" && t.Version != n.pinned {
+			continue
+		}
+		// A built-in's short or singular name names its own group only.
+		if t.Resource != n.name && t.Resource != guess.Resource && !slices.Contains(builtin[n.name], t.groupResource()) {
+			continue
+		}
+		cands = append(cands, t)
+	}
+	return cands
+}
+
+// pickVersion is gr among the candidates, at version pinned; when it is
+// not pinned and the stream holds several, the newest, as kubectl takes
+// the preferred one: one indexer holds one version.
+func pickVersion(cands []streamType, gr schema.GroupResource, pinned string) resolved {
 	var versions []string
 	for _, t := range cands {
-		if t.Group == gr.Group && t.Resource == gr.Resource {
+		if t.groupResource() == gr {
 			versions = append(versions, t.Version)
 		}
 	}
 	r := resolved{streamType: streamType{Group: gr.Group, Resource: gr.Resource, Version: pinned}, inStream: true}
 	if len(versions) > 1 {
-		// One indexer holds one version: take the newest, as kubectl
-		// takes the preferred one.
 		slices.SortFunc(versions, func(a, b string) int { return -version.CompareKubeAwareVersionStrings(a, b) })
 		r.Version, r.chosen = versions[0], true
 	}
-	return r, nil
+	return r
 }
 
 // notInStream is a type the stream does not hold, named as well as the

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+
+	"github.com/spf13/pflag"
 )
 
 const verifySynopsis = `Usage: kubebridge verify [resource...] [-n namespace] [--against-cluster] [-o json] [flags]
@@ -32,16 +34,19 @@ type verifyFlags struct {
 	maxFindings int
 }
 
+func (f *verifyFlags) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.namespace, "namespace", "n", "", "check the objects of this namespace only (default: all)")
+	fs.StringVarP(&f.output, "output", "o", "", "json: print the report as JSON")
+	fs.BoolVar(&f.against, "against-cluster", false, "compare the replayed state with the apiserver's lists")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --against-cluster (default $KUBECONFIG, else ~/.kube/config, else in-cluster)")
+	fs.StringVar(&f.kubeContext, "kube-context", "", "kubeconfig context for --against-cluster (--context names a nats context)")
+	fs.IntVar(&f.maxFindings, "max-findings", 20, "findings printed per kind (all are counted)")
+}
+
 func runVerify(ctx context.Context, e *env, args []string) int {
 	var f verifyFlags
 	cmd := newStreamCommand(e, "verify", verifySynopsis, ExitError)
-	fs := cmd.fs
-	stringVar(fs, &f.namespace, []string{"n", "namespace"}, "", "check the objects of this namespace only (default: all)")
-	stringVar(fs, &f.output, []string{"o", "output"}, "", "json: print the report as JSON")
-	fs.BoolVar(&f.against, "against-cluster", false, "compare the replayed state with the apiserver's lists")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --against-cluster (default $KUBECONFIG, else ~/.kube/config, else in-cluster)")
-	fs.StringVar(&f.kubeContext, "kube-context", "", "kubeconfig context for --against-cluster")
-	fs.IntVar(&f.maxFindings, "max-findings", 20, "findings printed per kind (all are counted)")
+	f.register(cmd.fs)
 	pos, code := cmd.parse(args)
 	if code >= 0 {
 		return code

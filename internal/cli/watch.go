@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
@@ -31,16 +32,19 @@ type watchFlags struct {
 	output    string
 }
 
-func runWatch(ctx context.Context, e *env, args []string) int {
-	var f watchFlags
-	cmd := newStreamCommand(e, "watch", watchSynopsis, ExitFindings)
-	fs := cmd.fs
-	stringVar(fs, &f.namespace, []string{"n", "namespace"}, "", "namespace (default: default)")
-	boolVar(fs, &f.all, []string{"A", "all-namespaces"}, "events of every namespace")
+func (f *watchFlags) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.namespace, "namespace", "n", "", "namespace (default: default)")
+	fs.BoolVarP(&f.all, "all-namespaces", "A", false, "events of every namespace")
 	fs.BoolVar(&f.fromStart, "all", false, "start with the first message the stream holds, not with the next one stored")
 	fs.BoolVar(&f.snapshots, "snapshots", false, "print snapshot items and markers too")
 	fs.BoolVar(&f.diff, "diff", false, "print a diff of the old and new object (YAML) under each update")
-	stringVar(fs, &f.output, []string{"o", "output"}, "", "output format: wide (adds the stream sequence and term) or json (one CloudEvent per line)")
+	fs.StringVarP(&f.output, "output", "o", "", "output format: wide (adds the stream sequence and term) or json (one CloudEvent per line)")
+}
+
+func runWatch(ctx context.Context, e *env, args []string) int {
+	var f watchFlags
+	cmd := newStreamCommand(e, "watch", watchSynopsis, ExitFindings)
+	f.register(cmd.fs)
 	pos, code := cmd.parse(args)
 	if code >= 0 {
 		return code

@@ -3,24 +3,19 @@ package config
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
-	"reflect"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/sethvargo/go-envconfig"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Config is everything the bridge reads from its environment. The env tag
-// names the variable and its default; the help tag is what --help prints.
+// names the variable and its default, or says it is required, in
+// go-envconfig's syntax; the help tag is what --help prints.
 type Config struct {
-	Resources  Resources `env:"BRIDGE_RESOURCES" required:"true" help:"Resource types to watch, ';' or newline separated, each as kubectl names it with optional '|'-separated scope: 'configmaps; deploy.apps | namespaces=web,api; pods | labels=app in (web,api) | fields=status.phase=Running'. Required."`
+	Resources  Resources `env:"BRIDGE_RESOURCES, required" help:"Resource types to watch, ';' or newline separated, each as kubectl names it with optional '|'-separated scope: 'configmaps; deploy.apps | namespaces=web,api; pods | labels=app in (web,api) | fields=status.phase=Running'. Required."`
 	Namespaces []string  `env:"BRIDGE_NAMESPACES" help:"Comma-separated namespaces watched by every namespaced type without its own namespaces=; empty means all namespaces."`
 
 	ClusterName   string `env:"BRIDGE_CLUSTER_NAME, default=default" help:"Name of this cluster in subjects, the event source and the cluster extension (a DNS label)."`
@@ -112,51 +107,9 @@ func Load(ctx context.Context, lookup envconfig.Lookuper) (*Config, error) {
 	if lookup == nil {
 		lookup = envconfig.OsLookuper()
 	}
-	keys := envKeys()
-	masked := map[string]bool{}
-	var problems []string
 	var c Config
-	// envconfig stops at the first bad variable. Hiding each bad variable
-	// and decoding again finds the rest; a hidden variable falls back to its
-	// default, so no single mistake hides another.
-	for range len(keys) + 1 {
-		c = Config{}
-		err := envconfig.ProcessWith(ctx, &envconfig.Config{
-			Target: &c,
-			// A variable set to "" counts as unset, so it takes its default:
-			// BRIDGE_REDACT_SECRETS= must not turn redaction off.
-			Lookuper: envconfig.LookuperFunc(func(k string) (string, bool) {
-				if masked[k] {
-					return "", false
-				}
-				if v, ok := lookup.Lookup(k); ok && v != "" {
-					return v, true
-				}
-				return "", false
-			}),
-		})
-		if err == nil {
-			break
-		}
-		field, cause, _ := strings.Cut(err.Error(), ": ")
-		key, ok := keys[field]
-		if !ok || masked[key] {
-			// Not a variable's value: report it alone, as later checks
-			// would run on an incomplete struct.
-			return nil, &Error{Problems: append(problems, err.Error())}
-		}
-		masked[key] = true
-		v, _ := lookup.Lookup(key)
-		if v == "" {
-			problems = append(problems, fmt.Sprintf("%s: %s", key, cause))
-		} else {
-			problems = append(problems, fmt.Sprintf("%s=%q: %s", key, v, cause))
-		}
-	}
-	if len(c.Resources) == 0 && !masked["BRIDGE_RESOURCES"] {
-		problems = append(problems, "BRIDGE_RESOURCES: required: name the resource types to watch, e.g. BRIDGE_RESOURCES='configmaps; deployments.apps'")
-	}
-	problems = append(problems, c.validate(lookup)...)
+	problems, bad := c.decode(ctx, lookup)
+	problems = append(problems, c.validate(lookup, bad)...)
 	if len(problems) > 0 {
 		return nil, &Error{Problems: problems}
 	}
@@ -164,189 +117,4 @@ func Load(ctx context.Context, lookup envconfig.Lookuper) (*Config, error) {
 		c.EmbeddedNATSStoreDir = filepath.Join(os.TempDir(), "kubebridge-jetstream")
 	}
 	return &c, nil
-}
-
-var (
-	prefixRE     = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
-	streamNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-)
-
-func (c *Config) validate(lookup envconfig.Lookuper) []string {
-	var p []string
-	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
-	set := func(key string) bool { v, ok := lookup.Lookup(key); return ok && v != "" }
-
-	for _, ns := range c.Namespaces {
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			add("BRIDGE_NAMESPACES: %q is not a namespace name: %s", ns, errs[0])
-		}
-	}
-	if errs := validation.IsDNS1123Label(c.ClusterName); len(errs) > 0 {
-		add("BRIDGE_CLUSTER_NAME=%q: must be a DNS label: lowercase letters, digits and '-', at most 63", c.ClusterName)
-	}
-	if !prefixRE.MatchString(c.SubjectPrefix) {
-		add("BRIDGE_SUBJECT_PREFIX=%q: must be dot-separated tokens of letters, digits, '-' and '_' (no wildcards)", c.SubjectPrefix)
-	}
-	nonNegative := map[string]time.Duration{"BRIDGE_RESYNC_PERIOD": c.ResyncPeriod, "BRIDGE_STREAM_MAX_AGE": c.StreamMaxAge, "BRIDGE_SHARD_SELECTOR_REFRESH": c.ShardSelectorRefresh, "BRIDGE_PUBLISH_LINGER": c.PublishLinger}
-	for _, k := range []string{"BRIDGE_RESYNC_PERIOD", "BRIDGE_STREAM_MAX_AGE", "BRIDGE_SHARD_SELECTOR_REFRESH", "BRIDGE_PUBLISH_LINGER"} {
-		if nonNegative[k] < 0 {
-			add("%s=%v: must not be negative", k, nonNegative[k])
-		}
-	}
-	positive := []struct {
-		key string
-		d   time.Duration
-	}{{"BRIDGE_PUBLISH_ACK_TIMEOUT", c.PublishAckTimeout}, {"BRIDGE_PUBLISH_MAX_BACKOFF", c.PublishMaxBackoff}, {"BRIDGE_SHUTDOWN_TIMEOUT", c.ShutdownTimeout}, {"BRIDGE_STREAM_DUPLICATE_WINDOW", c.StreamDuplicateWindow}}
-	for _, x := range positive {
-		if x.d <= 0 {
-			add("%s=%v: must be positive", x.key, x.d)
-		}
-	}
-	if c.PublishMaxBackoff > 0 && c.PublishMaxBackoff < 100*time.Millisecond {
-		add("BRIDGE_PUBLISH_MAX_BACKOFF=%v: must be at least 100ms, the first retry's wait", c.PublishMaxBackoff)
-	}
-	if c.HTTPAddr != "off" {
-		if _, port, err := net.SplitHostPort(c.HTTPAddr); err != nil || port == "" {
-			add("BRIDGE_HTTP_ADDR=%q: must be host:port (e.g. :8080) or off", c.HTTPAddr)
-		}
-	}
-	if c.PublishBufferBytes < 64<<10 {
-		add("BRIDGE_PUBLISH_BUFFER_BYTES=%d: must be at least 64Ki", c.PublishBufferBytes)
-	}
-	if c.PublishWindow < 1 {
-		add("BRIDGE_PUBLISH_WINDOW=%d: must be at least 1", c.PublishWindow)
-	}
-	if c.EncodeWorkers < 0 {
-		add("BRIDGE_ENCODE_WORKERS=%d: must not be negative", c.EncodeWorkers)
-	}
-	if c.LogVerbosity < 0 {
-		add("BRIDGE_LOG_VERBOSITY=%d: must not be negative", c.LogVerbosity)
-	}
-	if c.KubeQPS <= 0 {
-		add("BRIDGE_KUBE_QPS=%v: must be positive", c.KubeQPS)
-	}
-	if c.KubeBurst < 1 {
-		add("BRIDGE_KUBE_BURST=%d: must be at least 1", c.KubeBurst)
-	}
-	if !streamNameRE.MatchString(c.StreamName) {
-		add("BRIDGE_STREAM_NAME=%q: must be letters, digits, '-' and '_'", c.StreamName)
-	}
-	if c.StreamStorage != "file" && c.StreamStorage != "memory" {
-		add("BRIDGE_STREAM_STORAGE=%q: must be file or memory", c.StreamStorage)
-	}
-	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
-		add("BRIDGE_STREAM_REPLICAS=%d: must be between 1 and 5", c.StreamReplicas)
-	}
-	if c.StreamMaxBytes < -1 || c.StreamMaxBytes == 0 {
-		add("BRIDGE_STREAM_MAX_BYTES=%d: must be positive or -1 (unlimited)", c.StreamMaxBytes)
-	}
-	if c.StreamMaxMsgsPerSubject < -1 || c.StreamMaxMsgsPerSubject == 0 {
-		add("BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT=%d: must be positive or -1 (unlimited)", c.StreamMaxMsgsPerSubject)
-	}
-	// JetStream's TTLs are whole seconds, at least one: a fraction would
-	// be cut off by the server, so it is refused here instead.
-	if c.TombstoneTTL != 0 && (c.TombstoneTTL < time.Second || c.TombstoneTTL%time.Second != 0) {
-		add("BRIDGE_TOMBSTONE_TTL=%v: must be 0 (never expire) or whole seconds, at least 1s", c.TombstoneTTL)
-	}
-	p = append(p, c.validateNATS(set)...)
-	// Before the leader's: the Lease's default name names the shard.
-	p = append(p, c.validateShard(lookup)...)
-	p = append(p, c.validateLeader(lookup)...)
-	return p
-}
-
-func (c *Config) validateNATS(set func(string) bool) []string {
-	var p []string
-	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
-	if c.NATSURL == "" {
-		if _, port, err := net.SplitHostPort(c.EmbeddedNATSListen); err != nil || port == "" {
-			add("BRIDGE_EMBEDDED_NATS_LISTEN=%q: must be host:port, e.g. 127.0.0.1:4222", c.EmbeddedNATSListen)
-		}
-		for _, k := range []string{"NATS_CREDS", "NATS_NKEY", "NATS_TOKEN", "NATS_USER", "NATS_PASSWORD", "NATS_CA", "NATS_CERT", "NATS_KEY", "NATS_JS_DOMAIN"} {
-			if set(k) {
-				add("%s is set but NATS_URL is not: the embedded NATS server takes no credentials, TLS or JetStream domain", k)
-			}
-		}
-	} else {
-		for _, k := range []string{"BRIDGE_EMBEDDED_NATS_LISTEN", "BRIDGE_EMBEDDED_NATS_STORE_DIR"} {
-			if set(k) {
-				add("%s is set together with NATS_URL: it only applies to the embedded server used without NATS_URL", k)
-			}
-		}
-		for _, raw := range strings.Split(c.NATSURL, ",") {
-			raw = strings.TrimSpace(raw)
-			u, err := url.Parse(raw)
-			switch {
-			case err != nil:
-				add("NATS_URL: %q is not a URL", redactURL(raw))
-			case u.Scheme != "nats" && u.Scheme != "tls" && u.Scheme != "ws" && u.Scheme != "wss":
-				add("NATS_URL: %q must use nats://, tls://, ws:// or wss://", redactURL(raw))
-			case u.Hostname() == "":
-				add("NATS_URL: %q has no host", redactURL(raw))
-			}
-		}
-	}
-	methods := []string{}
-	for _, k := range []string{"NATS_CREDS", "NATS_NKEY", "NATS_TOKEN", "NATS_USER"} {
-		if set(k) {
-			methods = append(methods, k)
-		}
-	}
-	if len(methods) > 1 {
-		add("%s are set together: choose one NATS authentication method", strings.Join(methods, " and "))
-	}
-	if set("NATS_USER") != set("NATS_PASSWORD") {
-		add("NATS_USER and NATS_PASSWORD must be set together")
-	}
-	if set("NATS_CERT") != set("NATS_KEY") {
-		add("NATS_CERT and NATS_KEY must be set together")
-	}
-	for _, k := range []string{"NATS_CREDS", "NATS_NKEY", "NATS_CA", "NATS_CERT", "NATS_KEY"} {
-		path := map[string]string{"NATS_CREDS": c.NATSCreds, "NATS_NKEY": c.NATSNKey, "NATS_CA": c.NATSCA, "NATS_CERT": c.NATSCert, "NATS_KEY": c.NATSKey}[k]
-		if path == "" {
-			continue
-		}
-		if fi, err := os.Stat(path); err != nil {
-			add("%s=%q: cannot read the file: %v", k, path, errors.Unwrap(err))
-		} else if fi.IsDir() {
-			add("%s=%q: cannot read the file: is a directory", k, path)
-		}
-	}
-	return p
-}
-
-// redactURL hides a password or token in a URL meant for a message.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err == nil && u.User != nil {
-		// nats://TOKEN@host carries a token where a user name would be.
-		if _, hasPassword := u.User.Password(); !hasPassword {
-			u.User = url.User("xxxxx")
-		}
-		return u.Redacted()
-	}
-	if i := strings.LastIndex(raw, "@"); i >= 0 {
-		return "***" + raw[i:]
-	}
-	return raw
-}
-
-// RedactedNATSURL is NATS_URL with any password replaced, for logs.
-func (c *Config) RedactedNATSURL() string {
-	parts := strings.Split(c.NATSURL, ",")
-	for i, p := range parts {
-		parts[i] = redactURL(strings.TrimSpace(p))
-	}
-	return strings.Join(parts, ",")
-}
-
-// envKeys maps Config field names to their variables.
-func envKeys() map[string]string {
-	out := map[string]string{}
-	t := reflect.TypeOf(Config{})
-	for i := 0; i < t.NumField(); i++ {
-		key, _, _ := strings.Cut(t.Field(i).Tag.Get("env"), ",")
-		out[t.Field(i).Name] = key
-	}
-	return out
 }

@@ -28,8 +28,8 @@ type envField struct {
 }
 
 // envFields lists the fields of config.Config with their env tags, parsed the
-// way go-envconfig does: the key before the first comma, and a default=
-// option taking the rest of the tag.
+// way go-envconfig does: the key before the first comma, a required option,
+// and a default= option taking the rest of the tag.
 func envFields(t *testing.T) []envField {
 	t.Helper()
 	typ := reflect.TypeFor[config.Config]()
@@ -41,7 +41,10 @@ func envFields(t *testing.T) []envField {
 			t.Fatalf("field %s has no env tag", f.Name)
 		}
 		key, opts, _ := strings.Cut(tag, ",")
-		ef := envField{Field: f, Index: i, Key: strings.TrimSpace(key), Required: f.Tag.Get("required") == "true"}
+		ef := envField{Field: f, Index: i, Key: strings.TrimSpace(key)}
+		for _, o := range strings.Split(opts, ",") {
+			ef.Required = ef.Required || strings.TrimSpace(o) == "required"
+		}
 		if j := strings.Index(opts, "default="); j >= 0 {
 			ef.Default, ef.HasDefault = opts[j+len("default="):], true
 		}

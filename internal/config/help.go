@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"strings"
 	"text/tabwriter"
 )
 
@@ -14,17 +13,15 @@ func WriteHelp(w io.Writer) error {
 	t := reflect.TypeOf(Config{})
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		key, opts, _ := strings.Cut(f.Tag.Get("env"), ",")
+		tag := parseEnvTag(f)
 		def := "(none)"
-		for _, o := range strings.Split(opts, ",") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(o), "default="); ok {
-				def = v
-			}
-		}
-		if f.Tag.Get("required") == "true" {
+		switch {
+		case tag.required:
 			def = "(required)"
+		case tag.hasDefault:
+			def = tag.def
 		}
-		if _, err := fmt.Fprintf(tw, "  %s\t%s\t%s\n", key, def, f.Tag.Get("help")); err != nil {
+		if _, err := fmt.Fprintf(tw, "  %s\t%s\t%s\n", tag.key, def, f.Tag.Get("help")); err != nil {
 			return err
 		}
 	}

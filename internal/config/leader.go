@@ -14,13 +14,11 @@ import (
 // mounts its service account token.
 var serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-// validateLeader fills in the Lease's namespace and name when leader
-// election is on and they are unset, and checks the election settings.
-func (c *Config) validateLeader(lookup envconfig.Lookuper) []string {
-	var p []string
-	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+// resolveLease fills in the Lease's namespace and name when leader
+// election is on and they are unset.
+func (c *Config) resolveLease(lookup envconfig.Lookuper) {
 	if !c.LeaderElection {
-		return nil
+		return
 	}
 	if c.LeaseNamespace == "" {
 		c.LeaseNamespace = podNamespace(lookup)
@@ -32,32 +30,24 @@ func (c *Config) validateLeader(lookup envconfig.Lookuper) []string {
 			c.LeaseName += "-" + strconv.Itoa(sh.Index) + "-of-" + strconv.Itoa(sh.Count)
 		}
 	}
-	if errs := validation.IsDNS1123Label(c.LeaseNamespace); len(errs) > 0 {
-		add("BRIDGE_LEASE_NAMESPACE=%q: is not a namespace name: %s", c.LeaseNamespace, errs[0])
+}
+
+// leaseRules check the election settings when leader election is on.
+func (c *Config) leaseRules() []rule {
+	if !c.LeaderElection {
+		return nil
 	}
-	if errs := validation.IsDNS1123Subdomain(c.LeaseName); len(errs) > 0 {
-		add("BRIDGE_LEASE_NAME=%q: is not a Lease name: %s", c.LeaseName, errs[0])
+	nsErrs := validation.IsDNS1123Label(c.LeaseNamespace)
+	nameErrs := validation.IsDNS1123Subdomain(c.LeaseName)
+	return []rule{
+		{"BRIDGE_LEASE_NAMESPACE", len(nsErrs) > 0, fmt.Sprintf("=%q: is not a namespace name: %s", c.LeaseNamespace, first(nsErrs))},
+		{"BRIDGE_LEASE_NAME", len(nameErrs) > 0, fmt.Sprintf("=%q: is not a Lease name: %s", c.LeaseName, first(nameErrs))},
+		positive("BRIDGE_LEASE_DURATION", c.LeaseDuration),
+		positive("BRIDGE_LEASE_RENEW_DEADLINE", c.LeaseRenewDeadline),
+		positive("BRIDGE_LEASE_RETRY_PERIOD", c.LeaseRetryPeriod),
+		{"BRIDGE_LEASE_RENEW_DEADLINE", c.LeaseRenewDeadline > 0 && c.LeaseRenewDeadline >= c.LeaseDuration, fmt.Sprintf("=%v: must be less than BRIDGE_LEASE_DURATION=%v, or a standby can take the Lease while the leader still publishes", c.LeaseRenewDeadline, c.LeaseDuration)},
+		{"BRIDGE_LEASE_RETRY_PERIOD", c.LeaseRetryPeriod > 0 && c.LeaseRenewDeadline > 0 && c.LeaseRetryPeriod >= c.LeaseRenewDeadline, fmt.Sprintf("=%v: must be less than BRIDGE_LEASE_RENEW_DEADLINE=%v", c.LeaseRetryPeriod, c.LeaseRenewDeadline)},
 	}
-	for _, x := range []struct {
-		key string
-		v   any
-		ok  bool
-	}{
-		{"BRIDGE_LEASE_DURATION", c.LeaseDuration, c.LeaseDuration > 0},
-		{"BRIDGE_LEASE_RENEW_DEADLINE", c.LeaseRenewDeadline, c.LeaseRenewDeadline > 0},
-		{"BRIDGE_LEASE_RETRY_PERIOD", c.LeaseRetryPeriod, c.LeaseRetryPeriod > 0},
-	} {
-		if !x.ok {
-			add("%s=%v: must be positive", x.key, x.v)
-		}
-	}
-	if c.LeaseRenewDeadline > 0 && c.LeaseRenewDeadline >= c.LeaseDuration {
-		add("BRIDGE_LEASE_RENEW_DEADLINE=%v: must be less than BRIDGE_LEASE_DURATION=%v, or a standby can take the Lease while the leader still publishes", c.LeaseRenewDeadline, c.LeaseDuration)
-	}
-	if c.LeaseRetryPeriod > 0 && c.LeaseRenewDeadline > 0 && c.LeaseRetryPeriod >= c.LeaseRenewDeadline {
-		add("BRIDGE_LEASE_RETRY_PERIOD=%v: must be less than BRIDGE_LEASE_RENEW_DEADLINE=%v", c.LeaseRetryPeriod, c.LeaseRenewDeadline)
-	}
-	return p
 }
 
 // podNamespace is POD_NAMESPACE (the downward API), else the namespace of

@@ -24,23 +24,12 @@ func (c *Config) Shard() contract.Shard {
 // ordinalRE is a StatefulSet pod's name: <statefulset>-<ordinal>.
 var ordinalRE = regexp.MustCompile(`-([0-9]+)$`)
 
-// validateShard resolves BRIDGE_SHARDS and BRIDGE_SHARD, the latter from
-// the pod's ordinal when unset.
-func (c *Config) validateShard(lookup envconfig.Lookuper) []string {
-	if c.Shards < 1 {
-		return []string{fmt.Sprintf("BRIDGE_SHARDS=%d: must be at least 1", c.Shards)}
-	}
-	if c.Shards == 1 {
-		if c.ShardIndex != "" && c.ShardIndex != "0" {
-			return []string{fmt.Sprintf("BRIDGE_SHARD=%q: must be 0, or unset, with BRIDGE_SHARDS=1", c.ShardIndex)}
-		}
-		return nil
-	}
-	if c.ShardIndex != "" {
-		if i, err := strconv.Atoi(c.ShardIndex); err != nil || i < 0 || i >= c.Shards || strconv.Itoa(i) != c.ShardIndex {
-			return []string{fmt.Sprintf("BRIDGE_SHARD=%q: must be a shard index from 0 to %d (BRIDGE_SHARDS=%d)", c.ShardIndex, c.Shards-1, c.Shards)}
-		}
-		return nil
+// resolveShard sets BRIDGE_SHARD, when it is unset with BRIDGE_SHARDS
+// above 1, from the ordinal of the pod's name, and returns the name it
+// read ("" when it read none).
+func (c *Config) resolveShard(lookup envconfig.Lookuper) string {
+	if c.Shards <= 1 || c.ShardIndex != "" {
+		return ""
 	}
 	name := ""
 	for _, k := range []string{"POD_NAME", "HOSTNAME"} {
@@ -49,14 +38,29 @@ func (c *Config) validateShard(lookup envconfig.Lookuper) []string {
 			break
 		}
 	}
-	m := ordinalRE.FindStringSubmatch(name)
-	ordinal, err := 0, error(nil)
-	if m != nil {
-		ordinal, err = strconv.Atoi(m[1])
+	if m := ordinalRE.FindStringSubmatch(name); m != nil {
+		if ordinal, err := strconv.Atoi(m[1]); err == nil {
+			c.ShardIndex = strconv.Itoa(ordinal % c.Shards)
+		}
 	}
-	if m == nil || err != nil {
-		return []string{fmt.Sprintf("BRIDGE_SHARD: unset with BRIDGE_SHARDS=%d, and the pod name (POD_NAME or HOSTNAME: %q) ends in no ordinal such as -2: set BRIDGE_SHARD, or run the bridge as a StatefulSet", c.Shards, name)}
+	return name
+}
+
+// shardRules check BRIDGE_SHARDS and BRIDGE_SHARD once resolveShard has
+// read the pod's name, podName.
+func (c *Config) shardRules(podName string) []rule {
+	sharded := c.Shards > 1
+	return []rule{
+		{"BRIDGE_SHARDS", c.Shards < 1, fmt.Sprintf("=%d: must be at least 1", c.Shards)},
+		{"BRIDGE_SHARD", c.Shards == 1 && c.ShardIndex != "" && c.ShardIndex != "0", fmt.Sprintf("=%q: must be 0, or unset, with BRIDGE_SHARDS=1", c.ShardIndex)},
+		{"BRIDGE_SHARD", sharded && c.ShardIndex != "" && !isIndex(c.ShardIndex, c.Shards), fmt.Sprintf("=%q: must be a shard index from 0 to %d (BRIDGE_SHARDS=%d)", c.ShardIndex, c.Shards-1, c.Shards)},
+		{"BRIDGE_SHARD", sharded && c.ShardIndex == "", fmt.Sprintf(": unset with BRIDGE_SHARDS=%d, and the pod name (POD_NAME or HOSTNAME: %q) ends in no ordinal such as -2: set BRIDGE_SHARD, or run the bridge as a StatefulSet", c.Shards, podName)},
 	}
-	c.ShardIndex = strconv.Itoa(ordinal % c.Shards)
-	return nil
+}
+
+// isIndex reports whether s is written as an index from 0 to n-1 is:
+// decimal, without sign or leading zeros.
+func isIndex(s string, n int) bool {
+	i, err := strconv.Atoi(s)
+	return err == nil && i >= 0 && i < n && strconv.Itoa(i) == s
 }
