@@ -195,7 +195,7 @@ func benchPipeline(b *testing.B, url, storage string, replicas int, fenced bool)
 		next.ResourceVersion = strconv.Itoa(rv)
 		// Keep the intake from coalescing: every change is to be encoded
 		// and published, as when each object changes once.
-		for i%256 == 0 && in.pendingObjects() > pods/2 {
+		for i%256 == 0 && in.PendingObjects() > pods/2 {
 			time.Sleep(50 * time.Microsecond)
 		}
 		in.Add(informers.Change{Verb: informers.Updated, Resource: benchPods, Object: &next, OldObject: olds[k], ObservedAt: start})

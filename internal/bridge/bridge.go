@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/intake"
 	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/internal/shard"
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -56,7 +57,7 @@ type Bridge struct {
 	subjects contract.Subjects
 	limits   *streamLimits
 	metrics  *metrics.Metrics
-	intake   *intake
+	intake   *intake.Intake
 	// gated is the intake's door while this replica is a standby; nil
 	// without leader election.
 	gated   *gate
@@ -109,9 +110,9 @@ func New(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts
 	logger.Info("JetStream stream ready", "stream", info.Config.Name, "subjects", strings.Join(info.Config.Subjects, ","), "maxPayload", limits.maxPayload())
 	m.NATSConnected(nc.IsConnected)
 
-	in := newIntake(o.now, intakeReports{
-		coalesced: func(r *informers.Resource, n int) { m.ChangesCoalesced.WithLabelValues(r.String()).Add(float64(n)) },
-		unkeyed: func(c informers.Change, err error) {
+	in := intake.New(o.now, intake.Reports{
+		Coalesced: func(r *informers.Resource, n int) { m.ChangesCoalesced.WithLabelValues(r.String()).Add(float64(n)) },
+		Unkeyed: func(c informers.Change, err error) {
 			m.Unpublishable.WithLabelValues(c.Resource.String()).Inc()
 			logger.Error(err, "A change without a cache key cannot be published", "resource", c.Resource.String(), "verb", c.Verb)
 		},
@@ -144,9 +145,9 @@ func New(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts
 		sources = append(sources, src)
 	}
 	// Nothing of a type is published before its missed-delete scan: see
-	// intake.hold. Its snapshotter releases it.
+	// intake.Intake.Hold. Its snapshotter releases it.
 	for _, src := range sources {
-		in.hold(src.Resource)
+		in.Hold(src.Resource)
 	}
 	allReady := readyWhenAll(len(sources), func() {
 		logger.Info("Start-up snapshots published; the stream holds the current state of every watched type")

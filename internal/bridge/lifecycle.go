@@ -79,7 +79,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	stop := func() { shutdown(ctx, b.cfg, cancelHard, &wg, pb) }
 	live := newLiveness(b.opts.stuckAfter)
 	liveCheck := func() error {
-		return live.check(b.nc.IsConnected(), b.intake.publishable()+pb.pub.InFlight(), pb.pub.LastActivity())
+		return live.check(b.nc.IsConnected(), b.intake.Publishable()+pb.pub.InFlight(), pb.pub.LastActivity())
 	}
 	b.live.Store(&liveCheck)
 
