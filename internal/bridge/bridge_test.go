@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubebridge/kubebridge/internal/natstest"
@@ -217,6 +218,7 @@ func churn(t *testing.T, cluster *fakeCluster, d time.Duration, names int) {
 			cm.Data["i"] = fmt.Sprint(i)
 			live[key] = cluster.update(t, cm)
 		}
+		// The churn's pace, not a wait for anything.
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -240,17 +242,16 @@ func TestStartupWaitsForJetStream(t *testing.T) {
 		done <- Serve(ctx, testConfig(t, nil), cluster.kube(), nc, withHealth(h), WithReady(func() { close(ready) }))
 	}()
 	waits := func() float64 { return counterValue(t, h.metrics.JetStreamWaits) }
-	deadline := time.Now().Add(30 * time.Second)
-	for waits() < 2 {
+	// The condition runs on the test's goroutine: it may end the test.
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		select {
 		case err := <-done:
 			t.Fatalf("Serve returned while JetStream was unavailable: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %v failed attempts to reach JetStream in 30s", waits())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return waits() >= 2, nil
+	}); err != nil {
+		t.Fatalf("only %v failed attempts to reach JetStream in 30s", waits())
 	}
 	if err := s.EnableJetStream(&server.JetStreamConfig{StoreDir: store}); err != nil {
 		t.Fatal(err)

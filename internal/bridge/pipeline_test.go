@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubebridge/kubebridge/internal/config"
@@ -244,12 +245,10 @@ func TestSnapshotterRetriesAFailedSnapshot(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	ran := make(chan struct{})
 	go func() { defer close(ran); s.run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !status.snapshotted.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("the type never got its start-up snapshot")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return status.snapshotted.Load(), nil
+	}); err != nil {
+		t.Fatal("the type never got its start-up snapshot")
 	}
 	cancel()
 	<-ran

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -252,8 +254,10 @@ func TestIntakeLingersOnlyWhileChangesComeOften(t *testing.T) {
 			// wake-up, so either way it is what next hands on.
 			in.signal()
 			got := nextAsync(context.Background(), in, linger)
-			for len(in.wake) > 0 {
-				time.Sleep(time.Millisecond)
+			if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				return len(in.wake) == 0, nil
+			}); err != nil {
+				t.Fatal("next did not take the wake-up")
 			}
 			now = now.Add(max(tc.gap, 0))
 			in.Add(live(informers.Added, intakeCM("a", "ua", "1"), nil))
