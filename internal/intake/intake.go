@@ -26,19 +26,22 @@ import (
 //	in flight                yes      0      no     yes   -
 //	in flight, more waiting  yes      ≥ 1    no     yes   -
 //
-// and moves between them only through these methods:
+// and moves between them only through these methods (an object that would
+// be waiting while its type is held is held instead; in flight* is in
+// flight, or in flight with more waiting):
 //
 //	from                     to                       method
-//	absent                   waiting, or held         Add; Release (a missed delete)
+//	absent                   waiting                  Add; Release (a missed delete)
 //	absent                   in flight                Next (a snapshot item, handed on at once)
-//	waiting, held            the same                 Add (merged into what waits, or queued behind it)
+//	waiting, held, in flight, more waiting
+//	                         the same                 Add; Next (a snapshot item): merged into what waits, or queued behind it
 //	held                     waiting                  Release
-//	held                     absent                   AbandonHeld (shutdown)
-//	waiting                  in flight[, more waiting] Next, Drain
+//	held                     absent                   AbandonHeld (at shutdown)
+//	waiting                  in flight*               Next, Drain
 //	in flight                in flight, more waiting  Add; Next (a snapshot item waits behind)
 //	in flight                absent                   Done
-//	in flight, more waiting  waiting, or held         Done
-//	in flight[, more waiting] waiting, or held        Requeue (the change first, truncated)
+//	in flight, more waiting  waiting                  Done
+//	in flight*               waiting                  Requeue (the change first, truncated)
 //
 // Hold marks a type before its informer delivers anything; no object moves.
 // So an object never has two changes in flight, a waiting object's ref is
