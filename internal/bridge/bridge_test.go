@@ -223,6 +223,37 @@ func churn(t *testing.T, cluster *fakeCluster, d time.Duration, names int) {
 	}
 }
 
+// TestNewDoesNoIO: New wires the bridge and asks nothing of the API server
+// or of NATS; Run does (prepare). Here JetStream is not there at all, so a
+// New that checked the stream would wait for it until ctx ended; and the
+// bridge is sharded, so a New that built the informers would list the
+// namespaces for its shard selector.
+func TestNewDoesNoIO(t *testing.T) {
+	s := natstest.Server(t, server.Options{})
+	nc, _ := connect(t, s.ClientURL())
+	cluster := newFakeCluster()
+	h := newHealth()
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	b, err := New(ctx, testConfig(t, map[string]string{"BRIDGE_SHARDS": "2", "BRIDGE_SHARD": "0"}), cluster.kube(), nc, withHealth(h))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if a := cluster.client.Actions(); len(a) != 0 {
+		t.Errorf("New made %d requests to the API server (%v), want none", len(a), a)
+	}
+	if n := counterValue(t, h.metrics.JetStreamWaits); n != 0 {
+		t.Errorf("New waited %v times for JetStream, want no request", n)
+	}
+	if b.stream != nil || len(b.sources) != 0 || b.selectors != nil {
+		t.Error("New read the stream or built the informers: Run's prepare does")
+	}
+	if err := h.checks().Ready(); err == nil {
+		t.Error("ready before Run prepared the bridge")
+	}
+}
+
 // TestStartupWaitsForJetStream: NATS is up but JetStream is not (no
 // responders). The bridge waits, counting the attempts, instead of exiting;
 // once JetStream is there it creates the stream and publishes as usual.
