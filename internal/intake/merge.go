@@ -99,6 +99,8 @@ func oldest(a, b time.Time) time.Time {
 	return a
 }
 
+// push queues p behind what st has waiting, counting it if it is a
+// snapshot item.
 func (in *Intake) push(st *objectState, p pending) {
 	if p.run != nil {
 		p.run.queued()
