@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/fixtures"
@@ -195,15 +196,21 @@ func benchPipeline(b *testing.B, url, storage string, replicas int, fenced bool)
 		next.ResourceVersion = strconv.Itoa(rv)
 		// Keep the intake from coalescing: every change is to be encoded
 		// and published, as when each object changes once.
-		for i%256 == 0 && in.pendingObjects() > pods/2 {
-			time.Sleep(50 * time.Microsecond)
+		if i%256 == 0 && in.PendingObjects() > pods/2 {
+			if err := wait.PollUntilContextTimeout(ctx, 50*time.Microsecond, time.Hour, false, func(context.Context) (bool, error) {
+				return in.PendingObjects() <= pods/2, nil
+			}); err != nil {
+				b.Fatalf("%d objects still pending: %v", in.PendingObjects(), err)
+			}
 		}
 		in.Add(informers.Change{Verb: informers.Updated, Resource: benchPods, Object: &next, OldObject: olds[k], ObservedAt: start})
 		olds[k] = &next
 	}
 	coalesced := func() int64 { return int64(counterValue(b, m.ChangesCoalesced.WithLabelValues(benchPods.String()))) }
-	for published()+coalesced() < int64(b.N) {
-		time.Sleep(time.Millisecond)
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, time.Hour, true, func(context.Context) (bool, error) {
+		return published()+coalesced() >= int64(b.N), nil
+	}); err != nil {
+		b.Fatalf("%d of %d changes published or coalesced: %v", published()+coalesced(), b.N, err)
 	}
 	elapsed, cpu := time.Since(start), processCPU(b)-cpuStart
 	b.StopTimer()
@@ -242,20 +249,19 @@ func startNATSCluster(b *testing.B, n int) string {
 		servers = append(servers, s)
 		urls = append(urls, s.ClientURL())
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		healthy := 0
+	healthy := 0
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		healthy = 0
 		for _, s := range servers {
 			if s.Healthz(nil).Status == "ok" {
 				healthy++
 			}
 		}
-		if healthy == n {
-			return strings.Join(urls, ",")
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d nats-servers healthy after a minute", healthy, n)
-		}
+		return healthy == n, nil
+	}); err != nil {
+		b.Fatalf("%d of %d nats-servers healthy after a minute", healthy, n)
 	}
+	return strings.Join(urls, ",")
 }
 
 // processCPU is the CPU time, user and system, this process has used: with

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -14,8 +13,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/intake"
 	"github.com/kubebridge/kubebridge/internal/metrics"
-	"github.com/kubebridge/kubebridge/internal/shard"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -42,30 +41,37 @@ func WithListening(f func(net.Addr)) Option { return func(o *options) { o.listen
 // reached).
 func withHealth(h *health) Option { return func(o *options) { o.health = h } }
 
-// Bridge is one replica: its informers, intake and stream, built by New and
-// run once by Run. What lives only while this replica leads (the term, its
-// encoder and fence, the publishing pipeline, the snapshotters) is built
-// by Run when it starts to lead.
+// Bridge is one replica: its informers, intake and stream. New wires it;
+// Run prepares it (discovery, the stream, the informers) and runs it, once.
+// What lives only while this replica leads (the term, its encoder and
+// fence, the publishing pipeline, the snapshotters) is built by Run when
+// it starts to lead.
 type Bridge struct {
 	cfg      *config.Config
 	kube     Kube
 	nc       *nats.Conn
 	js       jetstream.JetStream
-	stream   jetstream.Stream
-	info     *jetstream.StreamInfo
 	subjects contract.Subjects
-	limits   *streamLimits
 	metrics  *metrics.Metrics
-	intake   *intake
+	intake   *intake.Intake
 	// gated is the intake's door while this replica is a standby; nil
 	// without leader election.
-	gated   *gate
+	gated *gate
+	// queue is where the informers hand their changes: the gate, or the
+	// intake itself.
+	queue informers.Queue
+	opts  options
+
+	// Set by prepare, before Run watches anything.
+	stream jetstream.Stream
+	info   *jetstream.StreamInfo
+	limits *streamLimits
+	// sources are the informers, one per configured type.
 	sources []*informers.Source
 	// selectors holds the sources' apiserver shard selector; nil unless
 	// sharded.
 	selectors *selectorRefresh
 	statuses  []*typeStatus
-	opts      options
 
 	// standby is set while this replica waits for the Lease.
 	standby atomic.Bool
@@ -73,8 +79,10 @@ type Bridge struct {
 	live atomic.Pointer[func() error]
 }
 
-// New resolves the configured types, waits for the stream and builds the
-// informers and the intake. Nothing is watched or published before Run.
+// New wires a bridge from what it is given: the configuration, the API
+// server's clients and a NATS connection. It does no I/O: Run first
+// resolves the configured types, waits for the stream and builds the
+// informers (prepare). Nothing is watched or published before Run.
 func New(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts ...Option) (*Bridge, error) {
 	o := options{now: time.Now, ready: func() {}, listening: func(net.Addr) {}, stuckAfter: 2 * time.Minute}
 	for _, opt := range opts {
@@ -85,33 +93,13 @@ func New(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts
 	}
 	logger := klog.FromContext(ctx)
 	m := o.health.metrics
-
-	watches, err := resolveWatches(ctx, cfg, informers.NewResolver(kube.Discovery))
-	if err != nil {
-		return nil, err
-	}
 	js, err := newJetStream(cfg, nc)
 	if err != nil {
 		return nil, err
 	}
-	// A shard's subjects name it: its markers and term marker have
-	// subjects of their own, and its events carry the shard extension.
-	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName, Shard: cfg.Shard()}
-	info, err := ensureStream(ctx, js, cfg, subjects, func(error) { m.JetStreamWaits.Inc() })
-	if err != nil {
-		return nil, err
-	}
-	stream, err := js.Stream(ctx, info.Config.Name)
-	if err != nil {
-		return nil, fmt.Errorf("jetstream: stream %s: %w", info.Config.Name, err)
-	}
-	limits := newStreamLimits(nc, js, info)
-	logger.Info("JetStream stream ready", "stream", info.Config.Name, "subjects", strings.Join(info.Config.Subjects, ","), "maxPayload", limits.maxPayload())
-	m.NATSConnected(nc.IsConnected)
-
-	in := newIntake(o.now, intakeReports{
-		coalesced: func(r *informers.Resource, n int) { m.ChangesCoalesced.WithLabelValues(r.String()).Add(float64(n)) },
-		unkeyed: func(c informers.Change, err error) {
+	in := intake.New(o.now, intake.Reports{
+		Coalesced: func(r *informers.Resource, n int) { m.ChangesCoalesced.WithLabelValues(r.String()).Add(float64(n)) },
+		Unkeyed: func(c informers.Change, err error) {
 			m.Unpublishable.WithLabelValues(c.Resource.String()).Inc()
 			logger.Error(err, "A change without a cache key cannot be published", "resource", c.Resource.String(), "verb", c.Verb)
 		},
@@ -122,45 +110,10 @@ func New(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts
 		gated = &gate{next: in}
 		queue = gated
 	}
-	transform := informers.TransformOptions{StripManagedFields: cfg.StripManagedFields, StripLastApplied: cfg.StripLastApplied, RedactSecrets: cfg.RedactSecrets}.Transform()
-	sourceOpts := []informers.SourceOption{informers.WithClock(o.now), informers.WithObserver(sourceObserver{m})}
-	var selectors *selectorRefresh
-	if sh := cfg.Shard(); sh.Sharded() {
-		// Objects of other shards never reach the cache; with the
-		// apiserver's sharded watch, they are not even sent.
-		selectors = newSelectorRefresh(ctx, kube, sh)
-		sourceOpts = append(sourceOpts, informers.WithOwns(shard.Owner(sh)), informers.WithShardSelector(selectors.selector))
-		logger.Info("Sharded: this bridge publishes the namespaces, and the cluster-scoped names, that hash to its shard", "shard", sh.String(),
-			"lease", cfg.LeaseName, "termSubject", subjects.Term())
-	}
-	var sources []*informers.Source
-	for _, w := range watches {
-		src, err := informers.NewSource(kube.Clients, w.resource, w.scope, transform, queue, sourceOpts...)
-		if err != nil {
-			return nil, err
-		}
-		logger.Info("Watching", "resource", w.resource.String(), "kind", w.resource.Kind, "as", w.names, "namespaces", w.scope.Namespaces,
-			"labels", w.scope.LabelSelector, "fields", w.scope.FieldSelector, "typed", src.Typed, "subjects", subjects.TypeWildcard(w.resource.Type()))
-		sources = append(sources, src)
-	}
-	// Nothing of a type is published before its missed-delete scan: see
-	// intake.hold. Its snapshotter releases it.
-	for _, src := range sources {
-		in.hold(src.Resource)
-	}
-	allReady := readyWhenAll(len(sources), func() {
-		logger.Info("Start-up snapshots published; the stream holds the current state of every watched type")
-		releaseStartupGarbage()
-		o.ready()
-	})
-	statuses := make([]*typeStatus, len(sources))
-	for i, src := range sources {
-		statuses[i] = newTypeStatus(src.Resource.String(), m, allReady)
-	}
-	b := &Bridge{cfg: cfg, kube: kube, nc: nc, js: js, stream: stream, info: info, subjects: subjects, limits: limits, metrics: m,
-		intake: in, gated: gated, sources: sources, selectors: selectors, statuses: statuses, opts: o}
-	o.health.attach(b)
-	return b, nil
+	// A shard's subjects name it: its markers and term marker have
+	// subjects of their own, and its events carry the shard extension.
+	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName, Shard: cfg.Shard()}
+	return &Bridge{cfg: cfg, kube: kube, nc: nc, js: js, subjects: subjects, metrics: m, intake: in, gated: gated, queue: queue, opts: o}, nil
 }
 
 // newJetStream is nc's JetStream, or another domain's (a leaf node's hub):

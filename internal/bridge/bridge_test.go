@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -9,12 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2/ktesting"
 
-	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
@@ -217,57 +213,7 @@ func churn(t *testing.T, cluster *fakeCluster, d time.Duration, names int) {
 			cm.Data["i"] = fmt.Sprint(i)
 			live[key] = cluster.update(t, cm)
 		}
+		// The churn's pace, not a wait for anything.
 		time.Sleep(time.Millisecond)
-	}
-}
-
-// TestStartupWaitsForJetStream: NATS is up but JetStream is not (no
-// responders). The bridge waits, counting the attempts, instead of exiting;
-// once JetStream is there it creates the stream and publishes as usual.
-func TestStartupWaitsForJetStream(t *testing.T) {
-	store := t.TempDir()
-	s := natstest.Server(t, server.Options{})
-	nc, js := connect(t, s.ClientURL())
-	cluster := newFakeCluster()
-	cluster.create(t, cluster.configMap("default", "pre", nil))
-
-	h := newHealth()
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- Serve(ctx, testConfig(t, nil), cluster.kube(), nc, withHealth(h), WithReady(func() { close(ready) }))
-	}()
-	waits := func() float64 { return counterValue(t, h.metrics.JetStreamWaits) }
-	deadline := time.Now().Add(30 * time.Second)
-	for waits() < 2 {
-		select {
-		case err := <-done:
-			t.Fatalf("Serve returned while JetStream was unavailable: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %v failed attempts to reach JetStream in 30s", waits())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err := s.EnableJetStream(&server.JetStreamConfig{StoreDir: store}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("Serve returned: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("not ready 60s after JetStream was enabled")
-	}
-	msgs := waitFor(t, js, "the start-up snapshot", 10*time.Second, func(m []replay.Message) bool { return countType(m, contract.TypeSnapshotEnd) == 1 })
-	if n := countType(msgs, contract.TypeSnapshotItem); n != 1 {
-		t.Errorf("%d snapshot items, want 1", n)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Serve returned %v", err)
 	}
 }

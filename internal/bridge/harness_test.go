@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
@@ -229,19 +230,19 @@ func connect(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
 // waitFor polls the stream until cond holds for its messages.
 func waitFor(t testing.TB, js jetstream.JetStream, what string, timeout time.Duration, cond func([]replay.Message) bool) []replay.Message {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var msgs []replay.Message
+	var err error
+	if wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		// Each read has a timeout of its own: one that runs past the
+		// wait's end still counts.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		msgs, err := replay.ReadAll(ctx, js, "KUBEBRIDGE", "")
+		msgs, err = replay.ReadAll(ctx, js, "KUBEBRIDGE", "")
 		cancel()
-		if err == nil && cond(msgs) {
-			return msgs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s (read %d messages, err %v)", timeout, what, len(msgs), err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err == nil && cond(msgs), nil
+	}) != nil {
+		t.Fatalf("timed out after %v waiting for %s (read %d messages, err %v)", timeout, what, len(msgs), err)
 	}
+	return msgs
 }
 
 func countType(msgs []replay.Message, typ string) int {

@@ -14,7 +14,8 @@ import (
 
 // health is what the operational endpoints report. Main creates it and
 // serves it before NATS is reached and the bridge is built, so that probes
-// see a live process that is not ready yet; New hands it the bridge.
+// see a live process that is not ready yet; Run hands it the bridge once
+// prepared (prepare).
 type health struct {
 	metrics *metrics.Metrics
 	bridge  atomic.Pointer[Bridge]

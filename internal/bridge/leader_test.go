@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kubebridge/kubebridge/internal/fixtures"
+	"github.com/kubebridge/kubebridge/internal/intake"
 	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -12,15 +13,15 @@ import (
 // A standby's gate drops changes: nothing accumulates in the intake until
 // the replica leads.
 func TestGateDropsUntilOpen(t *testing.T) {
-	in := newIntake(time.Now, noReports)
+	in := intake.New(time.Now, noReports)
 	g := &gate{next: in}
 	g.Add(informers.Change{Verb: informers.Updated, Resource: benchPods, Object: fixtures.Pod(1, 2), OldObject: fixtures.Pod(1, 1)})
-	if n := in.pendingObjects(); n != 0 {
+	if n := in.PendingObjects(); n != 0 {
 		t.Errorf("closed gate: %d objects pending, want 0", n)
 	}
 	g.open.Store(true)
 	g.Add(informers.Change{Verb: informers.Updated, Resource: benchPods, Object: fixtures.Pod(2, 2), OldObject: fixtures.Pod(2, 1)})
-	if n := in.pendingObjects(); n != 1 {
+	if n := in.PendingObjects(); n != 1 {
 		t.Errorf("open gate: %d objects pending, want 1", n)
 	}
 }

@@ -14,10 +14,14 @@ import (
 	"github.com/kubebridge/kubebridge/pkg/sink"
 )
 
-// Run watches and publishes until ctx ends, then shuts down within
-// cfg.ShutdownTimeout. With leader election it first waits as a standby
+// Run prepares the bridge (discovery, the stream, the informers: see
+// prepare), then watches and publishes until ctx ends, then shuts down
+// within cfg.ShutdownTimeout. With leader election it waits as a standby
 // until this replica holds the Lease, and returns when it loses it.
 func (b *Bridge) Run(ctx context.Context) error {
+	if err := b.prepare(ctx); err != nil {
+		return err
+	}
 	lm := b.metrics.Leadership()
 	var el *leader.Elector
 	var term *leader.Term
@@ -79,7 +83,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	stop := func() { shutdown(ctx, b.cfg, cancelHard, &wg, pb) }
 	live := newLiveness(b.opts.stuckAfter)
 	liveCheck := func() error {
-		return live.check(b.nc.IsConnected(), b.intake.publishable()+pb.pub.InFlight(), pb.pub.LastActivity())
+		return live.check(b.nc.IsConnected(), b.intake.Publishable()+pb.pub.InFlight(), pb.pub.LastActivity())
 	}
 	b.live.Store(&liveCheck)
 

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/internal/replay"
@@ -66,14 +68,11 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 		`kubebridge_publish_latency_seconds_count`:                                          "9",
 	}
 	var got map[string]string
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	// A timeout is reported by the mismatch below.
+	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		got = scrape(t, base+"/metrics")
-		if mismatch(want, got) == "" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return mismatch(want, got) == "", nil
+	})
 	if m := mismatch(want, got); m != "" {
 		t.Error(m)
 	}
@@ -133,6 +132,7 @@ func TestReadinessAndLiveness(t *testing.T) {
 	if err := l.check(true, 0, never); err != nil {
 		t.Errorf("idle bridge not live: %v", err)
 	}
+	// The sleeps let stuckAfter pass: the time is what is under test.
 	time.Sleep(5 * time.Millisecond)
 	if err := l.check(false, 3, never); err != nil {
 		t.Errorf("a NATS outage made the bridge not live: %v", err)

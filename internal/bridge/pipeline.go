@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"k8s.io/klog/v2"
 
+	"github.com/kubebridge/kubebridge/internal/intake"
 	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
@@ -34,7 +35,7 @@ type publisher interface {
 // in parallel, and the collector hands envelopes to the publisher in the
 // order the run loop took them, within the byte budget.
 type pipeline struct {
-	intake  *intake
+	intake  *intake.Intake
 	guard   *orderGuard
 	encoder *encode.Encoder
 	workers int
@@ -58,7 +59,7 @@ type pipeline struct {
 }
 
 type job struct {
-	w    work
+	w    intake.Work
 	slot chan encoded
 }
 
@@ -96,14 +97,14 @@ func (p *pipeline) run(soft, hard context.Context) error {
 		collected <- p.pub.Drain(hard)
 	}()
 
-	send := func(w work) bool {
-		if !p.guard.admit(&w.c) {
-			p.metrics.EventsSuperseded.WithLabelValues(w.c.Resource.String()).Inc()
-			p.intake.done(w.ref)
+	send := func(w intake.Work) bool {
+		if !p.guard.admit(&w.Change) {
+			p.metrics.EventsSuperseded.WithLabelValues(w.Change.Resource.String()).Inc()
+			p.intake.Done(w)
 			return true
 		}
-		if w.c.Verb == informers.SnapshotBegin {
-			p.items.open(w.c.SnapshotID)
+		if w.Change.Verb == informers.SnapshotBegin {
+			p.items.open(w.Change.SnapshotID)
 		}
 		var slot chan encoded
 		select {
@@ -132,7 +133,7 @@ func (p *pipeline) run(soft, hard context.Context) error {
 	}
 	func() {
 		for {
-			w, ok := p.intake.next(soft, true, p.linger)
+			w, ok := p.intake.Next(soft, p.linger)
 			if !ok {
 				break
 			}
@@ -141,11 +142,11 @@ func (p *pipeline) run(soft, hard context.Context) error {
 			}
 		}
 		// Shutting down: hand on what waits, start no snapshot step.
-		if n := p.intake.abandonHeld(); n > 0 {
+		if n := p.intake.AbandonHeld(); n > 0 {
 			logger.Info("Shutting down before the missed-delete scan of some types finished: their waiting changes are left to the next leader's scan and snapshot", "objects", n)
 		}
 		for {
-			w, ok := p.intake.next(hard, false, 0)
+			w, ok := p.intake.Drain(hard)
 			if !ok || !send(w) {
 				return
 			}
@@ -191,8 +192,8 @@ func (p *pipeline) collect(hard context.Context, ordered <-chan chan encoded, fr
 
 // envelope encodes w. Every path ends in one call of settle, or, for a
 // marker that cannot be encoded, in its snapshot's failure.
-func (p *pipeline) envelope(logger klog.Logger, w work) encoded {
-	verb, snapshotID := w.c.Verb, w.c.SnapshotID
+func (p *pipeline) envelope(logger klog.Logger, w intake.Work) encoded {
+	verb, snapshotID := w.Change.Verb, w.Change.SnapshotID
 	f := &flight{w: w}
 	if verb == informers.SnapshotItem {
 		f.stored = p.items.counter(snapshotID)
@@ -200,7 +201,7 @@ func (p *pipeline) envelope(logger klog.Logger, w work) encoded {
 	done := func(err error) { p.settle(logger, f, err) }
 	if verb == informers.SnapshotEnd {
 		// Encoded when every item before it is settled, with their count.
-		c := w.c
+		c := w.Change
 		return encoded{f: f, env: sink.Envelope{Barrier: true, Done: done, Build: func() (*nats.Msg, error) {
 			f.endCount, c.SnapshotUnpublished = p.items.close(snapshotID)
 			c.SnapshotCount = f.endCount
@@ -212,11 +213,11 @@ func (p *pipeline) envelope(logger klog.Logger, w work) encoded {
 			return enc.Msg, nil
 		}}}
 	}
-	c := &f.w.c
+	c := &f.w.Change
 	limit := p.maxPayload()
 	var enc encode.Encoded
 	var err error
-	if w.truncate {
+	if w.Truncate {
 		enc, err = p.encoder.EncodeTruncated(*c, limit)
 	} else {
 		enc, err = p.encoder.EncodeWithin(*c, limit)

@@ -18,9 +18,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/intake"
 	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
@@ -83,7 +85,7 @@ func (r *recordingStream) messages() []*nats.Msg {
 	return append([]*nats.Msg(nil), r.stored...)
 }
 
-// mapCache is a cacheReader over a fixed set of objects.
+// mapCache is an intake.CacheReader over a fixed set of objects.
 type mapCache map[string]runtime.Object
 
 func (c mapCache) Keys() []string {
@@ -98,6 +100,9 @@ func (c mapCache) Keys() []string {
 func (c mapCache) Get(key string) (runtime.Object, bool) { o, ok := c[key]; return o, ok }
 
 func (c mapCache) HasSynced() bool { return true }
+
+// noReports is an intake's reports for tests that look at neither.
+var noReports = intake.Reports{Coalesced: func(*informers.Resource, int) {}, Unkeyed: func(informers.Change, error) {}}
 
 // runPublishing starts the intake-to-JetStream half on js and stops it when
 // the test ends.
@@ -116,11 +121,11 @@ func runPublishing(t testing.TB, cfg *config.Config, js sink.AsyncPublisher, d p
 	if d.maxPayload == nil {
 		d.maxPayload = func() int { return 0 }
 	}
-	in := newIntake(time.Now, intakeReports{
-		coalesced: func(r *informers.Resource, n int) {
+	in := intake.New(time.Now, intake.Reports{
+		Coalesced: func(r *informers.Resource, n int) {
 			d.metrics.ChangesCoalesced.WithLabelValues(r.String()).Add(float64(n))
 		},
-		unkeyed: noReports.unkeyed,
+		Unkeyed: noReports.Unkeyed,
 	})
 	pb, err := startPublishing(soft, hard, &wg, cfg, in, d)
 	if err != nil {
@@ -165,7 +170,7 @@ func TestSnapshotEndCountsStoredItems(t *testing.T) {
 	}
 	for _, id := range []string{"s1", "s2"} {
 		ended := pb.markers.expect(id)
-		pb.intake.requestSnapshot(configMaps, cache, informers.Scope{}, id)
+		pb.intake.RequestSnapshot(configMaps, cache, informers.Scope{}, id)
 		select {
 		case r := <-ended:
 			if r.err != nil {
@@ -240,12 +245,10 @@ func TestSnapshotterRetriesAFailedSnapshot(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	ran := make(chan struct{})
 	go func() { defer close(ran); s.run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !status.snapshotted.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("the type never got its start-up snapshot")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return status.snapshotted.Load(), nil
+	}); err != nil {
+		t.Fatal("the type never got its start-up snapshot")
 	}
 	cancel()
 	<-ran

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/intake"
 	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/sink"
@@ -13,7 +14,7 @@ import (
 
 // publishing is the half of the bridge from the intake to JetStream.
 type publishing struct {
-	intake  *intake
+	intake  *intake.Intake
 	budget  *byteBudget
 	markers *markerWaiter
 	pub     *sink.Publisher
@@ -40,10 +41,10 @@ type publishingDeps struct {
 // startPublishing runs the pipeline and the publisher behind it. The
 // pipeline stops taking new work when soft ends and hands on what waits;
 // publishing stops when hard ends.
-func startPublishing(soft, hard context.Context, wg *sync.WaitGroup, cfg *config.Config, in *intake, d publishingDeps) (*publishing, error) {
+func startPublishing(soft, hard context.Context, wg *sync.WaitGroup, cfg *config.Config, in *intake.Intake, d publishingDeps) (*publishing, error) {
 	m := d.metrics
 	s := &publishing{intake: in, budget: newByteBudget(int64(cfg.PublishBufferBytes)), markers: newMarkerWaiter(), metrics: m, errc: make(chan error, 1)}
-	m.IntakeGauges(in.pendingObjects, s.budget.inUse, int64(cfg.PublishBufferBytes))
+	m.IntakeGauges(in.PendingObjects, s.budget.inUse, int64(cfg.PublishBufferBytes))
 	opts := []sink.Option{sink.WithWindow(cfg.PublishWindow), sink.WithBackoff(100*time.Millisecond, cfg.PublishMaxBackoff),
 		sink.WithObserver(metrics.PublishObserver{M: m})}
 	if d.fence != nil {

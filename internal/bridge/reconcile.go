@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/kubebridge/kubebridge/internal/intake"
 	"github.com/kubebridge/kubebridge/pkg/cenats"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/informers"
@@ -48,7 +49,7 @@ type reconciler struct {
 // another uid. Objects outside scope (another namespace, labels the
 // selector does not match) are left alone: they are not watched, so their
 // absence from the cache says nothing.
-func (r *reconciler) missedDeletes(ctx context.Context, res *informers.Resource, scope informers.Scope, cache cacheReader, now time.Time) ([]informers.Change, error) {
+func (r *reconciler) missedDeletes(ctx context.Context, res *informers.Resource, scope informers.Scope, cache intake.CacheReader, now time.Time) ([]informers.Change, error) {
 	selector, err := labels.Parse(scope.LabelSelector)
 	if err != nil {
 		return nil, fmt.Errorf("reconcile %s: label selector: %w", res, err)
@@ -111,7 +112,7 @@ func (r *reconciler) missedDeletes(ctx context.Context, res *informers.Resource,
 }
 
 // cached reports whether the cache holds the object ref names under uid.
-func cached(cache cacheReader, ref contract.Subject, uid types.UID) bool {
+func cached(cache intake.CacheReader, ref contract.Subject, uid types.UID) bool {
 	key := ref.Name
 	if ref.Namespace != "" {
 		key = ref.Namespace + "/" + ref.Name

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/kubebridge/kubebridge/internal/intake"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 	"github.com/kubebridge/kubebridge/pkg/sink"
@@ -14,7 +15,7 @@ import (
 
 // flight is one work from its encoding to its outcome.
 type flight struct {
-	w work
+	w intake.Work
 	// stored counts the snapshot's items stored (items only).
 	stored *atomic.Int64
 	// endCount is the end marker's item count, taken when it is built.
@@ -30,26 +31,26 @@ type flight struct {
 var errUnencodable = errors.New("cannot be encoded")
 
 // settle records the outcome of f's publish: the one place where metrics,
-// the snapshot's counts, the end marker's result and the intake's done for
+// the snapshot's counts, the end marker's result and the intake's Done for
 // the object are told. It runs once per flight; a change rejected with its
-// content goes back to the intake (requeue) and comes again as a new
+// content goes back to the intake (Requeue) and comes again as a new
 // flight, without its content.
 func (p *pipeline) settle(logger klog.Logger, f *flight, err error) {
 	p.budget.release(f.budget)
-	w, c := f.w, f.w.c
+	w, c := f.w, f.w.Change
 	if err == nil || errors.Is(err, sink.ErrRejected) {
 		// Stored, or refused for good: neither nats.go nor the publisher
 		// reads the message again. (After a shutdown or a fence a publish
 		// may still be pending in nats.go; that buffer is left alone.)
 		f.enc.Release()
 	}
-	object := w.ref != (objectRef{})
+	object := w.Ref != (intake.Ref{})
 	switch {
 	case err == nil:
 		resource := c.Resource.String()
 		p.metrics.EventsPublished.WithLabelValues(resource, string(c.Verb)).Inc()
-		if !w.since.IsZero() {
-			p.metrics.EventLag.WithLabelValues(resource).Observe(time.Since(w.since).Seconds())
+		if !w.Since.IsZero() {
+			p.metrics.EventLag.WithLabelValues(resource).Observe(time.Since(w.Since).Seconds())
 		}
 		if f.stored != nil {
 			f.stored.Add(1)
@@ -57,12 +58,12 @@ func (p *pipeline) settle(logger klog.Logger, f *flight, err error) {
 		p.unpublishable.forget(c)
 	case errors.Is(err, errUnencodable):
 		p.giveUp(logger, w, err)
-	case errors.Is(err, sink.ErrRejected) && object && !w.truncate:
+	case errors.Is(err, sink.ErrRejected) && object && !w.Truncate:
 		// The stream's limits may have changed: read them again and
 		// send the object without its content, in its turn.
 		p.counters.unacked.Add(1)
 		p.rereadLimits()
-		p.intake.requeue(w.ref, c, w.since)
+		p.intake.Requeue(w)
 		return
 	case errors.Is(err, sink.ErrRejected) && object:
 		p.counters.unacked.Add(1)
@@ -74,17 +75,17 @@ func (p *pipeline) settle(logger klog.Logger, f *flight, err error) {
 		p.markers.done(c.SnapshotID, markerResult{stored: f.endCount, err: err})
 	}
 	if object {
-		p.intake.done(w.ref)
+		p.intake.Done(w)
 	}
 }
 
 // giveUp records a change that cannot be published in any form. A snapshot
 // item is listed on its end marker every time; the log line and the count
 // come once per resourceVersion.
-func (p *pipeline) giveUp(logger klog.Logger, w work, err error) {
-	c := w.c
+func (p *pipeline) giveUp(logger klog.Logger, w intake.Work, err error) {
+	c := w.Change
 	if c.Verb == informers.SnapshotItem {
-		p.items.leftOut(c.SnapshotID, w.ref.key)
+		p.items.leftOut(c.SnapshotID, w.Ref.Key)
 	}
 	if !p.unpublishable.record(c) {
 		return

@@ -16,13 +16,13 @@ import (
 func shutdown(ctx context.Context, cfg *config.Config, cancelHard context.CancelFunc, wg *sync.WaitGroup, pb *publishing) {
 	logger := klog.FromContext(ctx)
 	in, pub, cnt := pb.intake, pb.pub, &pb.cnt
-	logger.Info("Shutting down; waiting for pending changes to be acknowledged", "pendingObjects", in.pendingObjects(), "inFlight", pub.InFlight(), "timeout", cfg.ShutdownTimeout)
+	logger.Info("Shutting down; waiting for pending changes to be acknowledged", "pendingObjects", in.PendingObjects(), "inFlight", pub.InFlight(), "timeout", cfg.ShutdownTimeout)
 	timer := time.AfterFunc(cfg.ShutdownTimeout, cancelHard)
 	defer timer.Stop()
 	err := <-pb.errc
 	cancelHard()
 	wg.Wait()
-	if left := in.pendingObjects(); err != nil && (left > 0 || cnt.unacked.Load() > 0) {
+	if left := in.PendingObjects(); err != nil && (left > 0 || cnt.unacked.Load() > 0) {
 		logger.Info("Shutdown timeout reached: some changes were not acknowledged; the next start-up snapshot repairs consumers' state",
 			"pendingObjects", left, "unacknowledged", cnt.unacked.Load())
 	}

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/kubebridge/kubebridge/internal/intake"
 	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -48,7 +49,7 @@ type snapshotter struct {
 	res     *informers.Resource
 	scope   informers.Scope
 	src     syncedCache
-	intake  *intake
+	intake  *intake.Intake
 	markers *markerWaiter
 	ids     *snapshotIDs
 	period  time.Duration
@@ -67,7 +68,7 @@ type snapshotter struct {
 // syncedCache is a cache a snapshot can read once it has synced.
 // *informers.Source is one.
 type syncedCache interface {
-	cacheReader
+	intake.CacheReader
 	HasSynced() bool
 }
 
@@ -115,7 +116,7 @@ func (s *snapshotter) run(ctx context.Context) {
 // read. It reports false when ctx ended first.
 func (s *snapshotter) publishMissedDeletes(ctx context.Context) bool {
 	if s.missedDeletes == nil {
-		s.intake.release(s.res, nil)
+		s.intake.Release(s.res, nil)
 		return true
 	}
 	logger := klog.FromContext(ctx)
@@ -131,7 +132,7 @@ func (s *snapshotter) publishMissedDeletes(ctx context.Context) bool {
 			}
 			// Ahead of every change the type's informer delivered
 			// meanwhile, which waited for this.
-			s.intake.release(s.res, deletes)
+			s.intake.Release(s.res, deletes)
 			if len(deletes) > 0 {
 				logger.Info("Publishing deletes made while no bridge was publishing (finalstateunknown=true)", "deletes", len(deletes), "duration", time.Since(start).Round(time.Millisecond))
 			}
@@ -178,7 +179,7 @@ func (s *snapshotter) snapshot(ctx context.Context, reason string) error {
 	id := s.ids.next()
 	start := time.Now()
 	ended := s.markers.expect(id)
-	s.intake.requestSnapshot(s.res, s.src, s.scope, id)
+	s.intake.RequestSnapshot(s.res, s.src, s.scope, id)
 	logger.V(2).Info("Snapshot requested", "snapshotID", id, "reason", reason)
 	var r markerResult
 	select {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -53,11 +54,11 @@ func TestTombstoneHeaders(t *testing.T) {
 
 	cluster.delete(t, "default", "gone")
 	var del *jetstream.RawStreamMsg
-	for deadline := time.Now().Add(10 * time.Second); del == nil || del.Header.Get("ce-type") != contract.TypeDeleted; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no delete on %s", goneSubj)
-		}
+	if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		del = lastOn(t, js, goneSubj)
+		return del != nil && del.Header.Get("ce-type") == contract.TypeDeleted, nil
+	}); err != nil {
+		t.Fatalf("no delete on %s", goneSubj)
 	}
 	if got := del.Header.Get(contract.HeaderTTL); got != "1s" {
 		t.Errorf("delete: Nats-TTL %q, want 1s", got)
@@ -69,10 +70,10 @@ func TestTombstoneHeaders(t *testing.T) {
 	if got := subjectCount(t, js, goneSubj); got > 1 {
 		t.Errorf("after the delete, %s holds %d messages, want only the delete", goneSubj, got)
 	}
-	for deadline := time.Now().Add(30 * time.Second); lastOn(t, js, goneSubj) != nil; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the delete on %s did not expire", goneSubj)
-		}
+	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return lastOn(t, js, goneSubj) == nil, nil
+	}); err != nil {
+		t.Fatalf("the delete on %s did not expire", goneSubj)
 	}
 	if m := lastOn(t, js, keptSubj); m == nil || m.Header.Get("ce-type") != contract.TypeSnapshotItem {
 		t.Errorf("the object that was not deleted lost its message: %v", m)

@@ -69,3 +69,11 @@ func resourceVersionOf(obj runtime.Object) string {
 	}
 	return m.GetResourceVersion()
 }
+
+func uidOf(obj runtime.Object) types.UID {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetUID()
+}

@@ -1,4 +1,4 @@
-package bridge
+package intake
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // less often, or the first after a quiet spell, would gather little
 // company, so they are taken at once.
 type lingering struct {
-	// on is set while the run loop lingers; guarded by intake.mu.
+	// on is set while the run loop lingers; guarded by Intake.mu.
 	on bool
 	// cut ends a linger early (see cutsLinger).
 	cut chan struct{}
@@ -23,7 +23,7 @@ type lingering struct {
 	after func(time.Duration) <-chan time.Time
 	// gap is a moving average of the time between two live changes, over
 	// about the last eight; negative until two have come. last is when
-	// the latest came. Both guarded by intake.mu.
+	// the latest came. Both guarded by Intake.mu.
 	gap  time.Duration
 	last time.Time
 }
@@ -38,7 +38,7 @@ func newLingering() lingering {
 	return lingering{cut: make(chan struct{}, 1), after: time.After, gap: -1}
 }
 
-// arrived counts a live change that came at now. Call it with intake.mu
+// arrived counts a live change that came at now. Call it with Intake.mu
 // held.
 func (l *lingering) arrived(now time.Time) {
 	if !l.last.IsZero() {
@@ -54,7 +54,7 @@ func (l *lingering) arrived(now time.Time) {
 
 // changesComeOften reports whether changes have lately come often enough
 // for a linger of d to gather lingerCompany of them.
-func (in *intake) changesComeOften(d time.Duration) bool {
+func (in *Intake) changesComeOften(d time.Duration) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.lingering.gap >= 0 && lingerCompany*in.lingering.gap <= d
@@ -62,7 +62,7 @@ func (in *intake) changesComeOften(d time.Duration) bool {
 
 // lingerFor waits d, or until a change cuts it short. It reports false if
 // ctx ended first.
-func (in *intake) lingerFor(ctx context.Context, d time.Duration) bool {
+func (in *Intake) lingerFor(ctx context.Context, d time.Duration) bool {
 	in.mu.Lock()
 	in.lingering.on = true
 	// A cut left from an earlier linger is not this one's.
@@ -94,7 +94,7 @@ func (in *intake) lingerFor(ctx context.Context, d time.Duration) bool {
 // as it would have without a linger. Only an object ready to be taken
 // counts: one in flight, or of a type held back, merges as always, so that
 // no object's queue grows with the number of lingers. Call it with mu held.
-func (in *intake) cutsLinger(st *objectState, p pending) bool {
+func (in *Intake) cutsLinger(st *objectState, p pending) bool {
 	n := len(st.queue)
 	if !in.lingering.on || !st.ready || n == 0 || st.queue[n-1].uid != p.uid {
 		return false

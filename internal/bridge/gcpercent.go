@@ -23,12 +23,3 @@ func SetGCDefault(lookupEnv func(string) (string, bool)) (percent int, fromEnv b
 	debug.SetGCPercent(DefaultGCPercent)
 	return DefaultGCPercent, false
 }
-
-// releaseStartupGarbage returns the memory the start-up snapshots freed to
-// the operating system at once, instead of as the runtime's background
-// scavenger gets to it: the snapshot's encoding buffers are garbage the
-// moment it is stored, and until they are returned the RSS after start
-// reads up to a third above the live heap's (measured with
-// hack/bench/versus: 150 MiB RSS over a 75 MiB heap at 20,000 objects,
-// 115 MiB after this). It costs one full collection, once.
-func releaseStartupGarbage() { debug.FreeOSMemory() }

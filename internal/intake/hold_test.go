@@ -1,4 +1,4 @@
-package bridge
+package intake
 
 import (
 	"strings"
@@ -13,10 +13,10 @@ import (
 // before the scan finished.
 func TestHeldTypeWaitsForItsMissedDeletes(t *testing.T) {
 	in, _ := newTestIntake()
-	in.hold(configMaps)
+	in.Hold(configMaps)
 	in.Add(live(informers.Added, intakeCM("a", "u2", "20"), nil))
 	in.Add(live(informers.Updated, intakeCM("b", "ub", "21"), intakeCM("b", "ub", "11")))
-	if got := drain(in); len(got) != 0 {
+	if got := drain(t, in); len(got) != 0 {
 		t.Fatalf("a held type handed on %s", describeWork(got))
 	}
 	missed := []informers.Change{
@@ -25,8 +25,8 @@ func TestHeldTypeWaitsForItsMissedDeletes(t *testing.T) {
 		{Verb: informers.Deleted, Resource: configMaps, Object: intakeCM("c", "uc", "12"), FinalStateUnknown: true},
 	}
 	in.Add(live(informers.Deleted, intakeCM("c", "uc", "13"), nil))
-	in.release(configMaps, missed)
-	got := describeWork(drain(in))
+	in.Release(configMaps, missed)
+	got := describeWork(drain(t, in))
 	del, add := strings.Index(got, "[deleted ns/a 10 c=0]"), strings.Index(got, "[added ns/a 20 c=0]")
 	if del < 0 || add < 0 || del > add {
 		t.Errorf("handed on %s; want the old uid's delete of ns/a before the new uid's add", got)
@@ -45,12 +45,12 @@ func TestHeldTypeWaitsForItsMissedDeletes(t *testing.T) {
 // published without the deletes that must precede it.
 func TestAbandonHeld(t *testing.T) {
 	in, _ := newTestIntake()
-	in.hold(configMaps)
+	in.Hold(configMaps)
 	in.Add(live(informers.Added, intakeCM("a", "u2", "20"), nil))
-	if n := in.abandonHeld(); n != 1 {
+	if n := in.AbandonHeld(); n != 1 {
 		t.Errorf("abandoned %d objects, want 1", n)
 	}
-	if n := in.pendingObjects(); n != 0 {
+	if n := in.PendingObjects(); n != 0 {
 		t.Errorf("%d objects still pending", n)
 	}
 }
@@ -59,13 +59,13 @@ func TestAbandonHeld(t *testing.T) {
 // stuck on: liveness does not count them.
 func TestHeldChangesAreNotPublishable(t *testing.T) {
 	in, _ := newTestIntake()
-	in.hold(configMaps)
+	in.Hold(configMaps)
 	in.Add(live(informers.Added, intakeCM("a", "u1", "1"), nil))
-	if n := in.publishable(); n != 0 {
+	if n := in.Publishable(); n != 0 {
 		t.Errorf("publishable %d while the type is held, want 0", n)
 	}
-	in.release(configMaps, nil)
-	if n := in.publishable(); n != 1 {
+	in.Release(configMaps, nil)
+	if n := in.Publishable(); n != 1 {
 		t.Errorf("publishable %d after release, want 1", n)
 	}
 }

@@ -1,4 +1,4 @@
-package bridge
+package intake
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -17,7 +19,7 @@ type lingerClock struct {
 	fire  chan time.Time
 }
 
-func newLingerClock(in *intake) *lingerClock {
+func newLingerClock(in *Intake) *lingerClock {
 	c := &lingerClock{asked: make(chan time.Duration, 16), fire: make(chan time.Time, 16)}
 	in.lingering.after = func(d time.Duration) <-chan time.Time {
 		c.asked <- d
@@ -39,14 +41,14 @@ func (c *lingerClock) lingered(t *testing.T) time.Duration {
 }
 
 type nextResult struct {
-	w  work
+	w  Work
 	ok bool
 }
 
-func nextAsync(ctx context.Context, in *intake, linger time.Duration) <-chan nextResult {
+func nextAsync(ctx context.Context, in *Intake, linger time.Duration) <-chan nextResult {
 	out := make(chan nextResult, 1)
 	go func() {
-		w, ok := in.next(ctx, true, linger)
+		w, ok := in.Next(ctx, linger)
 		out <- nextResult{w, ok}
 	}()
 	return out
@@ -54,10 +56,10 @@ func nextAsync(ctx context.Context, in *intake, linger time.Duration) <-chan nex
 
 // comeOften makes the intake see changes come often: two of them, no time
 // apart by its clock, both taken and settled.
-func comeOften(in *intake) {
+func comeOften(t *testing.T, in *Intake) {
 	in.Add(live(informers.Added, intakeCM("early-1", "ue1", "1"), nil))
 	in.Add(live(informers.Added, intakeCM("early-2", "ue2", "1"), nil))
-	drain(in)
+	drain(t, in)
 }
 
 // Woken while changes come often, the run loop waits out the linger before
@@ -66,7 +68,7 @@ func comeOften(in *intake) {
 func TestIntakeLingersWhileChangesComeOften(t *testing.T) {
 	in, _ := newTestIntake()
 	clock := newLingerClock(in)
-	comeOften(in)
+	comeOften(t, in)
 	// A wake-up with nothing to take yet: next has waited (no time at
 	// all, by the test's clock), whenever its goroutine gets to run.
 	in.signal()
@@ -78,7 +80,7 @@ func TestIntakeLingersWhileChangesComeOften(t *testing.T) {
 	in.Add(live(informers.Added, intakeCM("b", "ub", "1"), nil))
 	select {
 	case r := <-got:
-		t.Fatalf("next handed on %s before the linger ended", r.w.ref.key)
+		t.Fatalf("next handed on %s before the linger ended", r.w.Ref.Key)
 	default:
 	}
 	clock.fire <- time.Time{}
@@ -89,14 +91,14 @@ func TestIntakeLingersWhileChangesComeOften(t *testing.T) {
 	case d := <-clock.asked:
 		t.Fatalf("lingered %v again although a change waited", d)
 	}
-	if !first.ok || first.w.ref.key != "ns/a" {
+	if !first.ok || first.w.Ref.Key != "ns/a" {
 		t.Fatalf("first after the linger: %+v, want ns/a", first)
 	}
 	// b came during the linger: it is taken without another one.
 	second := nextAsync(context.Background(), in, 5*time.Millisecond)
 	select {
 	case r := <-second:
-		if !r.ok || r.w.ref.key != "ns/b" {
+		if !r.ok || r.w.Ref.Key != "ns/b" {
 			t.Fatalf("second: %+v, want ns/b", r)
 		}
 	case d := <-clock.asked:
@@ -108,7 +110,7 @@ func TestIntakeLingersWhileChangesComeOften(t *testing.T) {
 func TestIntakeLingerEndsWithContext(t *testing.T) {
 	in, _ := newTestIntake()
 	clock := newLingerClock(in)
-	comeOften(in)
+	comeOften(t, in)
 	ctx, cancel := context.WithCancel(context.Background())
 	in.signal()
 	got := nextAsync(ctx, in, time.Hour)
@@ -118,7 +120,7 @@ func TestIntakeLingerEndsWithContext(t *testing.T) {
 	select {
 	case r := <-got:
 		if r.ok {
-			t.Fatalf("next handed on %s after ctx ended during the linger", r.w.ref.key)
+			t.Fatalf("next handed on %s after ctx ended during the linger", r.w.Ref.Key)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the linger did not end with ctx")
@@ -135,7 +137,7 @@ func TestIntakeWithoutLinger(t *testing.T) {
 	in.signal()
 	got := nextAsync(context.Background(), in, 0)
 	in.Add(live(informers.Added, intakeCM("a", "ua", "1"), nil))
-	if r := <-got; !r.ok || r.w.ref.key != "ns/a" {
+	if r := <-got; !r.ok || r.w.Ref.Key != "ns/a" {
 		t.Fatalf("got %+v, want ns/a", r)
 	}
 }
@@ -146,7 +148,7 @@ func TestIntakeWithoutLinger(t *testing.T) {
 func TestIntakeLingerKeepsChangesApart(t *testing.T) {
 	in, counts := newTestIntake()
 	clock := newLingerClock(in)
-	comeOften(in)
+	comeOften(t, in)
 	in.signal()
 	got := nextAsync(context.Background(), in, time.Hour)
 	clock.lingered(t)
@@ -159,25 +161,25 @@ func TestIntakeLingerKeepsChangesApart(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the second change of a did not end the linger")
 	}
-	if !first.ok || first.w.c.Verb != informers.Added || resourceVersionOf(first.w.c.Object) != "1" || first.w.c.Coalesced != 0 {
-		t.Fatalf("first: %s rv %s coalesced %d, want the add of rv 1 alone", first.w.c.Verb, resourceVersionOf(first.w.c.Object), first.w.c.Coalesced)
+	if !first.ok || first.w.Change.Verb != informers.Added || resourceVersionOf(first.w.Change.Object) != "1" || first.w.Change.Coalesced != 0 {
+		t.Fatalf("first: %s rv %s coalesced %d, want the add of rv 1 alone", first.w.Change.Verb, resourceVersionOf(first.w.Change.Object), first.w.Change.Coalesced)
 	}
-	in.done(first.w.ref)
-	second, ok := in.next(context.Background(), true, 0)
-	if !ok || second.c.Verb != informers.Updated || resourceVersionOf(second.c.Object) != "2" {
-		t.Fatalf("second: %s rv %s, want the update to rv 2", second.c.Verb, resourceVersionOf(second.c.Object))
+	in.Done(first.w)
+	second, ok := in.Next(context.Background(), 0)
+	if !ok || second.Change.Verb != informers.Updated || resourceVersionOf(second.Change.Object) != "2" {
+		t.Fatalf("second: %s rv %s, want the update to rv 2", second.Change.Verb, resourceVersionOf(second.Change.Object))
 	}
 	if counts[configMaps] != 0 {
 		t.Errorf("%d changes coalesced during a linger", counts[configMaps])
 	}
 
 	// Without a linger the same two changes, waiting, merge as always.
-	in.done(second.ref)
+	in.Done(second)
 	in.Add(live(informers.Added, intakeCM("b", "ub", "1"), nil))
 	in.Add(live(informers.Updated, intakeCM("b", "ub", "2"), intakeCM("b", "ub", "1")))
-	merged, _ := in.next(context.Background(), true, 0)
-	if merged.c.Verb != informers.Added || resourceVersionOf(merged.c.Object) != "2" || counts[configMaps] != 1 {
-		t.Errorf("without a linger: %s rv %s, %d coalesced; want one add of rv 2, 1 coalesced", merged.c.Verb, resourceVersionOf(merged.c.Object), counts[configMaps])
+	merged, _ := in.Next(context.Background(), 0)
+	if merged.Change.Verb != informers.Added || resourceVersionOf(merged.Change.Object) != "2" || counts[configMaps] != 1 {
+		t.Errorf("without a linger: %s rv %s, %d coalesced; want one add of rv 2, 1 coalesced", merged.Change.Verb, resourceVersionOf(merged.Change.Object), counts[configMaps])
 	}
 }
 
@@ -187,8 +189,8 @@ func TestIntakeLingerKeepsChangesApart(t *testing.T) {
 func TestIntakeLingerLeavesHeldChangesMerging(t *testing.T) {
 	in, counts := newTestIntake()
 	clock := newLingerClock(in)
-	comeOften(in)
-	in.hold(configMaps)
+	comeOften(t, in)
+	in.Hold(configMaps)
 	in.signal()
 	got := nextAsync(context.Background(), in, time.Hour)
 	clock.lingered(t)
@@ -196,14 +198,14 @@ func TestIntakeLingerLeavesHeldChangesMerging(t *testing.T) {
 		in.Add(live(informers.Updated, intakeCM("a", "ua", fmt.Sprint(rv+1)), intakeCM("a", "ua", fmt.Sprint(rv))))
 	}
 	in.mu.Lock()
-	queued := len(in.objects[objectRef{res: configMaps, key: "ns/a"}].queue)
+	queued := len(in.objects[Ref{Resource: configMaps, Key: "ns/a"}].queue)
 	in.mu.Unlock()
 	if queued != 1 || counts[configMaps] != 2 {
 		t.Errorf("a held object has %d changes waiting, %d coalesced; want 1 and 2", queued, counts[configMaps])
 	}
 	clock.fire <- time.Time{}
-	in.release(configMaps, nil)
-	if r := <-got; !r.ok || r.w.c.Coalesced != 3 {
+	in.Release(configMaps, nil)
+	if r := <-got; !r.ok || r.w.Change.Coalesced != 3 {
 		t.Errorf("after the release: %+v, want one update standing for 3 changes", r)
 	}
 }
@@ -245,19 +247,21 @@ func TestIntakeLingersOnlyWhileChangesComeOften(t *testing.T) {
 				now = now.Add(gap)
 				in.Add(live(informers.Added, intakeCM(fmt.Sprint("c", i+1), fmt.Sprint("u", i+1), "1"), nil))
 			}
-			drain(in)
+			drain(t, in)
 
 			// A wake-up with nothing to take: the run loop decides there
 			// whether to linger. The change comes once it has taken the
 			// wake-up, so either way it is what next hands on.
 			in.signal()
 			got := nextAsync(context.Background(), in, linger)
-			for len(in.wake) > 0 {
-				time.Sleep(time.Millisecond)
+			if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				return len(in.wake) == 0, nil
+			}); err != nil {
+				t.Fatal("next did not take the wake-up")
 			}
 			now = now.Add(max(tc.gap, 0))
 			in.Add(live(informers.Added, intakeCM("a", "ua", "1"), nil))
-			if r := <-got; !r.ok || r.w.ref.key != "ns/a" {
+			if r := <-got; !r.ok || r.w.Ref.Key != "ns/a" {
 				t.Fatalf("got %+v, want ns/a", r)
 			}
 			if n := lingers.Load(); (n > 0) != tc.want {

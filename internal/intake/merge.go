@@ -1,4 +1,4 @@
-package bridge
+package intake
 
 import (
 	"time"
@@ -29,7 +29,7 @@ func (p *pending) changes() int {
 // A change of another uid (a delete and re-create under one name) is queued
 // behind, so both incarnations are published. merge returns how many live
 // changes will not be published as events of their own because of it.
-func (in *intake) merge(st *objectState, p pending) (coalesced int) {
+func (in *Intake) merge(st *objectState, p pending) (coalesced int) {
 	n := len(st.queue)
 	if n == 0 || st.queue[n-1].uid != p.uid {
 		in.push(st, p)
@@ -99,7 +99,9 @@ func oldest(a, b time.Time) time.Time {
 	return a
 }
 
-func (in *intake) push(st *objectState, p pending) {
+// push queues p behind what st has waiting, counting it if it is a
+// snapshot item.
+func (in *Intake) push(st *objectState, p pending) {
 	if p.run != nil {
 		p.run.queued()
 	}

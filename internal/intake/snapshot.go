@@ -1,4 +1,4 @@
-package bridge
+package intake
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,7 +17,7 @@ import (
 // taken only when none is either (settled).
 type snapshotRun struct {
 	res      *informers.Resource
-	src      cacheReader
+	src      CacheReader
 	scope    informers.Scope
 	id       string
 	begun    bool
@@ -50,17 +50,18 @@ func (r *snapshotRun) landed() { r.inFlight-- }
 // settled reports whether no item of the run waits or is in flight.
 func (r *snapshotRun) settled() bool { return r.deferred == 0 && r.inFlight == 0 }
 
-// cacheReader is what a snapshot reads: the keys in an informer cache and
+// CacheReader is what a snapshot reads: the keys in an informer cache and
 // the object under a key. *informers.Source is one.
-type cacheReader interface {
+type CacheReader interface {
 	Keys() []string
 	Get(key string) (runtime.Object, bool)
 }
 
-// requestSnapshot queues a snapshot of src, which holds res watched with
-// scope (its begin marker says so). It begins when the pipeline gets to
-// it; its end marker reports through markers under id.
-func (in *intake) requestSnapshot(res *informers.Resource, src cacheReader, scope informers.Scope, id string) {
+// RequestSnapshot queues a snapshot of src, which holds res watched with
+// scope (its begin marker says so), under id. It begins when Next gets to
+// it, and hands on its begin marker, an item or a live change for every
+// object listed, and its end marker once every item is settled.
+func (in *Intake) RequestSnapshot(res *informers.Resource, src CacheReader, scope informers.Scope, id string) {
 	in.mu.Lock()
 	in.runs = append(in.runs, &snapshotRun{res: res, src: src, scope: scope, id: id})
 	in.mu.Unlock()
@@ -69,7 +70,7 @@ func (in *intake) requestSnapshot(res *informers.Resource, src cacheReader, scop
 
 // takeSnapshot advances the oldest snapshot that can advance: its begin
 // marker, its next item, or its end marker once every item is handed on.
-func (in *intake) takeSnapshot() (work, bool) {
+func (in *Intake) takeSnapshot() (Work, bool) {
 	for i, run := range in.runs {
 		res := run.res
 		if !run.begun {
@@ -77,7 +78,7 @@ func (in *intake) takeSnapshot() (work, bool) {
 			// Keys are listed when the begin marker is handed on: every
 			// object in the cache now gets an item or a delete after it.
 			run.keys = run.src.Keys()
-			return work{c: informers.Change{Verb: informers.SnapshotBegin, Resource: res, Scope: run.scope, SnapshotID: run.id, ObservedAt: in.now()}, run: run}, true
+			return Work{Change: informers.Change{Verb: informers.SnapshotBegin, Resource: res, Scope: run.scope, SnapshotID: run.id, ObservedAt: in.now()}, run: run}, true
 		}
 		for run.next < len(run.keys) {
 			key := run.keys[run.next]
@@ -88,14 +89,14 @@ func (in *intake) takeSnapshot() (work, bool) {
 				// Deleted since the listing: its delete is a live change.
 				continue
 			}
-			ref := objectRef{res: res, key: key}
+			ref := Ref{Resource: res, Key: key}
 			item := pending{c: informers.Change{Verb: informers.SnapshotItem, Resource: res, Object: obj, SnapshotID: run.id, ObservedAt: in.now()},
 				uid: uidOf(obj), run: run}
 			if st := in.objects[ref]; st != nil {
 				// A change of the object is pending or in flight: the item
 				// takes its place in the object's queue.
 				if n := in.merge(st, item); n > 0 {
-					in.report.coalesced(res, n)
+					in.report.Coalesced(res, n)
 				}
 				in.settle(ref, st)
 				continue
@@ -104,7 +105,7 @@ func (in *intake) takeSnapshot() (work, bool) {
 			st.busy, st.itemOf = true, run
 			in.objects[ref] = st
 			run.sentDirect()
-			return work{ref: ref, c: item.c, run: run}, true
+			return Work{Ref: ref, Change: item.c, run: run}, true
 		}
 		// The end waits until every item is settled: a rejected item comes
 		// back to be sent without its content, and must precede the end.
@@ -113,7 +114,7 @@ func (in *intake) takeSnapshot() (work, bool) {
 		}
 		in.runs = append(in.runs[:i], in.runs[i+1:]...)
 		run.keys = nil
-		return work{c: informers.Change{Verb: informers.SnapshotEnd, Resource: res, SnapshotID: run.id, ObservedAt: in.now()}, run: run}, true
+		return Work{Change: informers.Change{Verb: informers.SnapshotEnd, Resource: res, SnapshotID: run.id, ObservedAt: in.now()}, run: run}, true
 	}
-	return work{}, false
+	return Work{}, false
 }
