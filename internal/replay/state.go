@@ -92,22 +92,9 @@ func (s *State) Apply(m Message) error {
 		terms.markers = append(terms.markers, m.Seq)
 		return nil
 	}
-	term, err := contract.TermOf(m.Header)
-	if err != nil {
-		return fmt.Errorf("seq %d %s: %w", m.Seq, m.Subject, err)
+	if ok, err := s.admitTerm(terms, m); !ok {
+		return err
 	}
-	// A term is the sequence of its marker, which comes before the term's
-	// events; a term older than the first marker read is taken as real.
-	if term != 0 && (term >= m.Seq || (len(terms.markers) > 0 && term >= terms.markers[0] && !slices.Contains(terms.markers, term))) {
-		s.Foreign = append(s.Foreign, fmt.Sprintf("seq %d %s %s term %d", m.Seq, m.Event.Type(), m.Subject, term))
-		return nil
-	}
-	if term < terms.highest {
-		s.Fenced = append(s.Fenced, fmt.Sprintf("seq %d %s %s term %d after term %d", m.Seq, m.Event.Type(), m.Subject, term, terms.highest))
-		return nil
-	}
-	terms.highest = term
-	s.Term = max(s.Term, term)
 	sub, err := s.subjects.Parse(m.Subject)
 	if err != nil {
 		return fmt.Errorf("seq %d %s: %w", m.Seq, m.Event.Type(), err)
@@ -121,28 +108,65 @@ func (s *State) Apply(m Message) error {
 		s.seen[frame] = map[string]bool{}
 		return nil
 	case contract.TypeSnapshotEnd:
-		if s.open[frame] != m.Ext(contract.ExtSnapshotID) {
-			return fmt.Errorf("replay: end marker of snapshot %s without its begin (open: %q)", m.Ext(contract.ExtSnapshotID), s.open[frame])
-		}
-		// Objects the bridge could not publish in any form exist: they are
-		// listed on the end marker and must not be swept.
-		for _, suffix := range strings.Fields(m.Ext(contract.ExtUnpublished)) {
-			s.seen[frame][typ+"."+suffix] = true
-		}
-		for subj, o := range s.Objects {
-			if o.Type == typ && o.Shard == shard && !s.seen[frame][subj] {
-				s.Swept = append(s.Swept, subj+" "+o.ResourceVersion)
-				delete(s.Objects, subj)
-			}
-		}
-		delete(s.open, frame)
-		delete(s.seen, frame)
-		s.Snapshots[typ]++
-		return nil
+		return s.endSnapshot(typ, shard, frame, m)
 	case contract.TypeAdded, contract.TypeUpdated, contract.TypeSnapshotItem, contract.TypeDeleted:
+		return s.applyObject(typ, shard, frame, m)
 	default:
 		return fmt.Errorf("%w: %q", ErrUnknownType, m.Event.Type())
 	}
+}
+
+// admitTerm applies the term rule to an event of the shard whose term
+// markers are terms. It reports whether the event is to be applied; an
+// event that is not (foreign, or fenced) is recorded as such, and an
+// error is returned only for a term extension that does not parse.
+func (s *State) admitTerm(terms *shardTerm, m Message) (bool, error) {
+	term, err := contract.TermOf(m.Header)
+	if err != nil {
+		return false, fmt.Errorf("seq %d %s: %w", m.Seq, m.Subject, err)
+	}
+	// A term is the sequence of its marker, which comes before the term's
+	// events; a term older than the first marker read is taken as real.
+	if term != 0 && (term >= m.Seq || (len(terms.markers) > 0 && term >= terms.markers[0] && !slices.Contains(terms.markers, term))) {
+		s.Foreign = append(s.Foreign, fmt.Sprintf("seq %d %s %s term %d", m.Seq, m.Event.Type(), m.Subject, term))
+		return false, nil
+	}
+	if term < terms.highest {
+		s.Fenced = append(s.Fenced, fmt.Sprintf("seq %d %s %s term %d after term %d", m.Seq, m.Event.Type(), m.Subject, term, terms.highest))
+		return false, nil
+	}
+	terms.highest = term
+	s.Term = max(s.Term, term)
+	return true, nil
+}
+
+// endSnapshot closes the snapshot of frame (the type typ on shard) that
+// the end marker m ends, sweeping every object of the frame it did not
+// see.
+func (s *State) endSnapshot(typ, shard, frame string, m Message) error {
+	if s.open[frame] != m.Ext(contract.ExtSnapshotID) {
+		return fmt.Errorf("replay: end marker of snapshot %s without its begin (open: %q)", m.Ext(contract.ExtSnapshotID), s.open[frame])
+	}
+	// Objects the bridge could not publish in any form exist: they are
+	// listed on the end marker and must not be swept.
+	for _, suffix := range strings.Fields(m.Ext(contract.ExtUnpublished)) {
+		s.seen[frame][typ+"."+suffix] = true
+	}
+	for subj, o := range s.Objects {
+		if o.Type == typ && o.Shard == shard && !s.seen[frame][subj] {
+			s.Swept = append(s.Swept, subj+" "+o.ResourceVersion)
+			delete(s.Objects, subj)
+		}
+	}
+	delete(s.open, frame)
+	delete(s.seen, frame)
+	s.Snapshots[typ]++
+	return nil
+}
+
+// applyObject applies an added, updated, deleted or snapshot item event
+// of an object of the type typ on shard, whose snapshot frame is frame.
+func (s *State) applyObject(typ, shard, frame string, m Message) error {
 	n, err := m.Coalesced()
 	if err != nil {
 		return fmt.Errorf("seq %d %s %s: %w", m.Seq, m.Event.Type(), m.Subject, err)
@@ -152,12 +176,7 @@ func (s *State) Apply(m Message) error {
 	}
 	uid, rv := m.Ext(contract.ExtUID), m.Ext(contract.ExtResourceVersion)
 	key := typ + " " + uid
-	if prev, ok := s.lastRV[key]; ok {
-		if cmp, err := resourceversion.CompareResourceVersion(rv, prev); err == nil && cmp < 0 {
-			s.Regressions = append(s.Regressions, fmt.Sprintf("seq %d %s %s uid %s: rv %s after %s", m.Seq, m.Event.Type(), m.Subject, uid, rv, prev))
-		}
-	}
-	s.lastRV[key] = rv
+	s.checkRV(key, uid, rv, m)
 	if seen := s.seen[frame]; seen != nil {
 		seen[m.Subject] = true
 	}
@@ -179,4 +198,16 @@ func (s *State) Apply(m Message) error {
 	}
 	s.Objects[m.Subject] = Object{Type: typ, Subject: m.Subject, UID: uid, ResourceVersion: rv, Data: m.Data, Shard: shard}
 	return nil
+}
+
+// checkRV records a regression if rv is older than the last
+// resourceVersion applied for key (the object's type and uid), and makes
+// rv the last.
+func (s *State) checkRV(key, uid, rv string, m Message) {
+	if prev, ok := s.lastRV[key]; ok {
+		if cmp, err := resourceversion.CompareResourceVersion(rv, prev); err == nil && cmp < 0 {
+			s.Regressions = append(s.Regressions, fmt.Sprintf("seq %d %s %s uid %s: rv %s after %s", m.Seq, m.Event.Type(), m.Subject, uid, rv, prev))
+		}
+	}
+	s.lastRV[key] = rv
 }
