@@ -23,10 +23,9 @@ IMAGE_BIN_DIR ?= bin/platforms
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
-# Tools run at pinned versions through `go run`: nothing to install.
-STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-GOIMPORTS := golang.org/x/tools/cmd/goimports@v0.52.0
-MODULE := github.com/kubebridge/kubebridge
+# Tools run at pinned versions through `go run`, outside go.mod: nothing
+# to install. .golangci.yml says what golangci-lint checks.
+GOLANGCI_LINT := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
 .PHONY: help build image image-push version test test-unit kube-bins lint run bench fuzz clean demo demo-up
 
@@ -69,13 +68,14 @@ test: ## Run unit, integration and end-to-end tests, and the monitoring rules' (
 test-unit: ## Fast tests only (no control plane; end-to-end tests skip)
 	$(GO) test -race -short -count=1 $(PKGS)
 
-lint: ## gofmt, goimports (standard library, third-party, this module), go vet, staticcheck
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	@out=$$($(GO) run $(GOIMPORTS) -local $(MODULE) -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "goimports -local $(MODULE) would change:"; echo "$$out"; exit 1; fi
-	@$(GO) run ./hack/importgroups -local $(MODULE) $$(git ls-files '*.go')
-	$(GO) vet $(PKGS)
-	$(GO) run $(STATICCHECK) $(PKGS)
-	cd deploy/monitoring && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
+# make lint: golangci-lint with .golangci.yml. `fmt --diff` checks every
+# .go file, whatever its build tags or module; `run` lints the packages
+# of this module and of deploy/monitoring, a module of its own.
+lint: ## golangci-lint: gofmt, import groups (standard library, third-party, this module), go vet, staticcheck, errcheck, gocyclo
+	@echo "golangci-lint fmt --diff \$$(git ls-files '*.go')"
+	@$(GO) run $(GOLANGCI_LINT) fmt --diff $$(git ls-files '*.go')
+	$(GO) run $(GOLANGCI_LINT) run $(PKGS)
+	cd deploy/monitoring && $(GO) run $(GOLANGCI_LINT) run ./...
 
 run: build ## Run the bridge against the current kubeconfig (embedded NATS unless NATS_URL is set)
 	BRIDGE_RESOURCES="$${BRIDGE_RESOURCES:-configmaps; deployments.apps}" ./$(BIN)

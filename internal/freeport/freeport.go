@@ -28,7 +28,9 @@ func Pick(n int) ([]int, error) {
 	var held []net.Listener
 	defer func() {
 		for _, l := range held {
-			l.Close()
+			// Released for the caller's servers to bind: a listener that
+			// fails to close leaves nothing to undo here.
+			_ = l.Close()
 		}
 	}()
 	for tries := 0; len(ports) < n; tries++ {

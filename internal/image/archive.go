@@ -50,7 +50,7 @@ func WriteArchive(tarPath, dir string, modTime time.Time) error {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(tarPath)
+		_ = os.Remove(tarPath) // a partial archive; the write's error is the one to report
 		return fmt.Errorf("image archive %s: %w", tarPath, err)
 	}
 	return nil
@@ -133,11 +133,13 @@ func copyEntry(tw *tar.Writer, name, file string, size int64, modTime time.Time)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: size, ModTime: modTime.UTC(), Format: tar.FormatUSTAR}); err != nil {
-		return err
+	err = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: size, ModTime: modTime.UTC(), Format: tar.FormatUSTAR})
+	if err == nil {
+		_, err = io.Copy(tw, f)
 	}
-	_, err = io.Copy(tw, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	return err
 }
 

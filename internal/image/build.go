@@ -121,22 +121,22 @@ func writeLayerTar(w io.Writer, files []File, dir string, meta Metadata) error {
 			return err
 		}
 		fi, err := src.Stat()
-		if err != nil {
-			src.Close()
-			return err
+		if err == nil {
+			err = tw.WriteHeader(&tar.Header{
+				Typeflag: tar.TypeReg,
+				Name:     strings.TrimPrefix(f.Path, "/"),
+				Mode:     fileMode,
+				Size:     fi.Size(),
+				ModTime:  meta.Created.UTC(),
+				Format:   tar.FormatUSTAR,
+			})
 		}
-		err = tw.WriteHeader(&tar.Header{
-			Typeflag: tar.TypeReg,
-			Name:     strings.TrimPrefix(f.Path, "/"),
-			Mode:     fileMode,
-			Size:     fi.Size(),
-			ModTime:  meta.Created.UTC(),
-			Format:   tar.FormatUSTAR,
-		})
 		if err == nil {
 			_, err = io.Copy(tw, src)
 		}
-		src.Close()
+		if cerr := src.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return err
 		}

@@ -67,7 +67,7 @@ func walkLayers(img v1.Image, fn func(layer int, h *tar.Header, r io.Reader) err
 				err = fn(i, h, tr)
 			}
 			if err != nil {
-				rc.Close()
+				_ = rc.Close() // the layer's error is the one to report
 				return fmt.Errorf("layer %d: %w", i, err)
 			}
 		}

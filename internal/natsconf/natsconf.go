@@ -81,12 +81,15 @@ func parseWithEnv(file string, env map[string]string) (*server.Options, error) {
 	defer configEnv.Unlock()
 	for k, v := range env {
 		old, had := os.LookupEnv(k)
-		os.Setenv(k, v)
+		if err := os.Setenv(k, v); err != nil {
+			return nil, err
+		}
 		defer func() {
+			// k was just set, so putting it back cannot fail.
 			if had {
-				os.Setenv(k, old)
+				_ = os.Setenv(k, old)
 			} else {
-				os.Unsetenv(k)
+				_ = os.Unsetenv(k)
 			}
 		}()
 	}

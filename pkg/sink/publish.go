@@ -60,26 +60,13 @@ func (p *Publisher) publish(ctx context.Context, env Envelope, first sent) {
 			return
 		}
 		if fence != nil && wrongLastSequence(err) {
-			outcome, rerr := fence.resolve(ctx, env.Msg)
-			switch outcome {
-			case alreadyStored:
-				p.opts.observer.Acked(env.Msg, time.Since(s.start), true)
-				finish(env, nil)
+			var finished, again bool
+			finished, again, err = p.resolveConflict(ctx, env, s.start, err, &resolved)
+			if finished {
 				return
-			case fenced:
-				klog.FromContext(ctx).V(2).Info("Publish refused: a newer term writes this subject", "subject", env.Msg.Subject, "err", rerr)
-				finish(env, rerr)
-				return
-			case retryOverForeign:
-				klog.FromContext(ctx).Info("A foreign message was the last of the subject: no event of a term of this cluster; overwriting it", "err", rerr)
-				fallthrough
-			case retryNow:
-				if resolved++; resolved < 3 {
-					continue
-				}
-				err = fmt.Errorf("%s keeps moving under concurrent writes of term %d: %w", env.Msg.Subject, fence.Term(), err)
-			case unresolved:
-				err = rerr
+			}
+			if again {
+				continue
 			}
 		}
 		if permanent(err) {
@@ -103,6 +90,38 @@ func (p *Publisher) publish(ctx context.Context, env Envelope, first sent) {
 		}
 		backoff = min(backoff*2, p.opts.maxBackoff)
 	}
+}
+
+// resolveConflict asks the fence about err, JetStream's refusal of the
+// attempt made at start because the subject's last sequence was not the
+// expected one. finished reports that env is done with (stored already,
+// or fenced off by a newer term), again that it is to be sent again at
+// once; otherwise the error returned is the attempt's failure, handled as
+// any other. resolved counts the refusals in a row the fence resolved.
+func (p *Publisher) resolveConflict(ctx context.Context, env Envelope, start time.Time, err error, resolved *int) (finished, again bool, _ error) {
+	fence := p.opts.fence
+	outcome, rerr := fence.resolve(ctx, env.Msg)
+	switch outcome {
+	case alreadyStored:
+		p.opts.observer.Acked(env.Msg, time.Since(start), true)
+		finish(env, nil)
+		return true, false, nil
+	case fenced:
+		klog.FromContext(ctx).V(2).Info("Publish refused: a newer term writes this subject", "subject", env.Msg.Subject, "err", rerr)
+		finish(env, rerr)
+		return true, false, nil
+	case retryOverForeign:
+		klog.FromContext(ctx).Info("A foreign message was the last of the subject: no event of a term of this cluster; overwriting it", "err", rerr)
+		fallthrough
+	case retryNow:
+		if *resolved++; *resolved < 3 {
+			return false, true, nil
+		}
+		return false, false, fmt.Errorf("%s keeps moving under concurrent writes of term %d: %w", env.Msg.Subject, fence.Term(), err)
+	case unresolved:
+		return false, false, rerr
+	}
+	return false, false, err
 }
 
 // sent is one attempt to publish a message, sent and not awaited yet.
