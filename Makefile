@@ -81,7 +81,7 @@ run: build ## Run the bridge against the current kubeconfig (embedded NATS unles
 	BRIDGE_RESOURCES="$${BRIDGE_RESOURCES:-configmaps; deployments.apps}" ./$(BIN)
 
 bench: ## Benchmarks (numbers go to docs/performance.md)
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./pkg/encode ./internal/bridge
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./pkg/encode ./internal/intake ./internal/bridge
 
 fuzz: ## Fuzz subject escaping for a minute
 	$(GO) test -run '^$$' -fuzz FuzzEscapeToken -fuzztime 60s ./pkg/contract
