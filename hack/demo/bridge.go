@@ -53,9 +53,9 @@ func (d *demo) startBridge() error {
 	// which then stops the bridge with SIGTERM like an orchestrator would.
 	cmd.SysProcAttr = sysProcAttr()
 	err = cmd.Start()
-	w.Close()
+	_ = w.Close() // the child holds its own copy; only the pipe's read end matters here
 	if err != nil {
-		r.Close()
+		_ = r.Close()
 		return fmt.Errorf("start %s: %w", d.bridgeBin, err)
 	}
 	d.bridge = cmd
@@ -68,7 +68,7 @@ func (d *demo) startBridge() error {
 			fmt.Fprintln(d.bridgeLog, line)
 			d.say("    bridge| %s", klogMessage(line))
 		}
-		r.Close()
+		_ = r.Close() // read to the end: nothing is lost by a failed close
 		d.bridgeErr = cmd.Wait()
 		close(d.bridgeDone)
 	}()
@@ -84,7 +84,7 @@ func natsListen() (string, error) {
 			continue
 		}
 		addr = l.Addr().String()
-		l.Close()
+		_ = l.Close() // only its address was wanted
 		return addr, nil
 	}
 	return "", errors.New("no free port for the embedded NATS server")

@@ -141,7 +141,9 @@ func (d *demo) cleanup(failed bool) error {
 		}
 	}
 	if d.bridgeLog != nil {
-		d.bridgeLog.Close()
+		if err := d.bridgeLog.Close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	failed = failed || len(errs) > 0
 	switch {

@@ -694,7 +694,9 @@ func TestLoadValid(t *testing.T) {
 func TestLoadFromProcessEnvironment(t *testing.T) {
 	for _, f := range envFields(t) {
 		t.Setenv(f.Key, "") // restored after the test
-		os.Unsetenv(f.Key)
+		if err := os.Unsetenv(f.Key); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Setenv("BRIDGE_RESOURCES", "cm; deploy")
 	t.Setenv("BRIDGE_PUBLISH_BUFFER_BYTES", "8Mi")

@@ -70,7 +70,7 @@ func run(ctx context.Context, objects, updates int, rate float64, size int, fenc
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary store; what is left is only disk
 	// The server the bridge embeds; port -1 is any free one.
 	ns, err := natsembed.Start("127.0.0.1:-1", dir)
 	if err != nil {
@@ -225,12 +225,14 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, err
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
+		_ = f.Close() // the profile's error is the one to report
 		return nil, err
 	}
 	return func() {
 		pprof.StopCPUProfile()
-		f.Close()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "fencecost: CPU profile:", err)
+		}
 	}, nil
 }
 

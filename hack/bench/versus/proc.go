@@ -28,7 +28,7 @@ func startCPUProfile(path string) (func() error, error) {
 		return nil, err
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
+		_ = f.Close() // the profile's error is the one to report
 		return nil, err
 	}
 	return func() error {
