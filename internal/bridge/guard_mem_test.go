@@ -3,14 +3,12 @@ package bridge
 import (
 	"fmt"
 	"runtime"
-	"strconv"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -25,34 +23,6 @@ import (
 // here; B/object is the result. Nothing is asserted about time.
 
 var memCM = &informers.Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
-
-// liveHeap is the live heap in bytes. runtime.GC returns after a full cycle
-// including the sweep, so HeapAlloc then counts only reachable objects.
-func liveHeap() int64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
-}
-
-// memUID is a 36-character UUID-shaped uid, allocated on its own as a
-// decoded object's uid is (protobuf and JSON decoding copy each string).
-func memUID(i int) types.UID {
-	return types.UID(fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", uint32(i*2654435761), i&0xffff, i&0xfff, (i>>12)&0xfff, uint64(i)*0x9e3779b97f4a7c15>>16))
-}
-
-// memObject is object i at resourceVersion 123456789+version, with its
-// uid, resourceVersion and name each in an allocation of their own.
-func memObject(i, version int) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Namespace:       "bench-memory",
-		Name:            fmt.Sprintf("cm-%06d", i),
-		UID:             memUID(i),
-		ResourceVersion: strconv.Itoa(123456789 + version),
-	}}
-}
-
-func perObject(before, after int64, n int) float64 { return float64(after-before) / float64(n) }
 
 // BenchmarkGuardMemory fills an orderGuard with n objects and reports the
 // live heap it adds per object.
@@ -83,7 +53,7 @@ func BenchmarkGuardMemory(b *testing.B) {
 					if strs == "shared" {
 						objs = make([]*corev1.ConfigMap, n)
 						for i := range objs {
-							objs[i] = memObject(i, i)
+							objs[i] = fixtures.MemoryConfigMap(i, i)
 						}
 					}
 					object := func(i, round int) *corev1.ConfigMap {
@@ -91,9 +61,9 @@ func BenchmarkGuardMemory(b *testing.B) {
 							return objs[i]
 						}
 						// Later rounds are new objects: new uids.
-						return memObject(i+round*n, i)
+						return fixtures.MemoryConfigMap(i+round*n, i)
 					}
-					before := liveHeap()
+					before := fixtures.LiveHeap()
 					g := newOrderGuard()
 					fill := func(round int) {
 						for i := range n {
@@ -112,20 +82,20 @@ func BenchmarkGuardMemory(b *testing.B) {
 					if g.size() != n {
 						b.Fatalf("guard holds %d objects, want %d", g.size(), n)
 					}
-					sum += perObject(before, liveHeap(), n)
+					sum += fixtures.PerObject(before, fixtures.LiveHeap(), n)
 
 					sweep()
 					if g.size() != 0 {
 						b.Fatalf("guard holds %d objects after the sweep, want 0", g.size())
 					}
-					pruned += perObject(before, liveHeap(), n)
+					pruned += fixtures.PerObject(before, fixtures.LiveHeap(), n)
 
 					for round := 1; round <= 3; round++ {
 						fill(round)
 						sweep()
 					}
 					fill(4)
-					churned += perObject(before, liveHeap(), n)
+					churned += fixtures.PerObject(before, fixtures.LiveHeap(), n)
 					runtime.KeepAlive(g)
 					runtime.KeepAlive(objs)
 				}

@@ -3,16 +3,14 @@ package intake
 import (
 	"fmt"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -25,34 +23,6 @@ import (
 //
 // ns/op is the time to build, fill and measure one round and means nothing
 // here; B/object is the result. Nothing is asserted about time.
-
-// liveHeap is the live heap in bytes. runtime.GC returns after a full cycle
-// including the sweep, so HeapAlloc then counts only reachable objects.
-func liveHeap() int64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
-}
-
-// memUID is a 36-character UUID-shaped uid, allocated on its own as a
-// decoded object's uid is (protobuf and JSON decoding copy each string).
-func memUID(i int) types.UID {
-	return types.UID(fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", uint32(i*2654435761), i&0xffff, i&0xfff, (i>>12)&0xfff, uint64(i)*0x9e3779b97f4a7c15>>16))
-}
-
-// memObject is object i at resourceVersion 123456789+version, with its
-// uid, resourceVersion and name each in an allocation of their own.
-func memObject(i, version int) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Namespace:       "bench-memory",
-		Name:            fmt.Sprintf("cm-%06d", i),
-		UID:             memUID(i),
-		ResourceVersion: strconv.Itoa(123456789 + version),
-	}}
-}
-
-func perObject(before, after int64, n int) float64 { return float64(after-before) / float64(n) }
 
 // memCache is a CacheReader over a client-go indexer, as informers.Source
 // reads the informer's.
@@ -90,11 +60,11 @@ func BenchmarkIntakeMemory(b *testing.B) {
 					for v := range versions {
 						versions[v] = make([]*corev1.ConfigMap, n)
 						for i := range n {
-							versions[v][i] = memObject(i, v)
+							versions[v][i] = fixtures.MemoryConfigMap(i, v)
 						}
 					}
 					now := time.Now()
-					before := liveHeap()
+					before := fixtures.LiveHeap()
 					in := New(time.Now, noReports)
 					for v := 1; v <= changes; v++ {
 						for i := range n {
@@ -104,7 +74,7 @@ func BenchmarkIntakeMemory(b *testing.B) {
 					if got := in.PendingObjects(); got != n {
 						b.Fatalf("%d objects pending, want %d", got, n)
 					}
-					sum += perObject(before, liveHeap(), n)
+					sum += fixtures.PerObject(before, fixtures.LiveHeap(), n)
 					runtime.KeepAlive(in)
 					runtime.KeepAlive(versions)
 				}
@@ -116,12 +86,12 @@ func BenchmarkIntakeMemory(b *testing.B) {
 			for range b.N {
 				idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 				for i := range n {
-					if err := idx.Add(memObject(i, i)); err != nil {
+					if err := idx.Add(fixtures.MemoryConfigMap(i, i)); err != nil {
 						b.Fatal(err)
 					}
 				}
 				in := New(time.Now, noReports)
-				before := liveHeap()
+				before := fixtures.LiveHeap()
 				in.RequestSnapshot(configMaps, memCache{idx}, informers.Scope{}, "s1")
 				in.mu.Lock()
 				w, ok := in.take(true)
@@ -129,7 +99,7 @@ func BenchmarkIntakeMemory(b *testing.B) {
 				if !ok || w.Change.Verb != informers.SnapshotBegin || len(w.run.keys) != n {
 					b.Fatalf("took %v %s, want the begin marker with %d keys listed", ok, w.Change.Verb, n)
 				}
-				sum += perObject(before, liveHeap(), n)
+				sum += fixtures.PerObject(before, fixtures.LiveHeap(), n)
 				runtime.KeepAlive(in)
 				runtime.KeepAlive(idx)
 			}
