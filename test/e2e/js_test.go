@@ -20,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -305,23 +306,24 @@ func (p *jsProc) output() string {
 // the test if the consumer exits first or nothing matches in time.
 func (p *jsProc) waitLine(t *testing.T, what string, re *regexp.Regexp) int {
 	t.Helper()
-	deadline := time.Now().Add(convergeTimeout)
-	for {
-		for i, l := range p.lines() {
-			if re.MatchString(l) {
-				return i
-			}
+	var i int
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, convergeTimeout, true, func(context.Context) (bool, error) {
+		if i = slices.IndexFunc(p.lines(), re.MatchString); i >= 0 {
+			return true, nil
 		}
 		select {
 		case <-p.done:
-			t.Fatalf("the JS consumer exited (%v) before printing %s\n%s", p.cmd.ProcessState, what, p.output())
+			return false, fmt.Errorf("the JS consumer exited (%v) before printing %s", p.cmd.ProcessState, what)
 		default:
+			return false, nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the JS consumer did not print %s within %v\n%s", what, convergeTimeout, p.output())
-		}
-		time.Sleep(50 * time.Millisecond)
+	})
+	if wait.Interrupted(err) {
+		t.Fatalf("the JS consumer did not print %s within %v\n%s", what, convergeTimeout, p.output())
+	} else if err != nil {
+		t.Fatalf("%v\n%s", err, p.output())
 	}
+	return i
 }
 
 // waitEvent waits for the line of a live event of subject (<ns>/<name>) at
