@@ -32,7 +32,8 @@ import (
 // rebuilt from the last message per subject, equals the apiserver's list;
 // live changes are printed as they happen, with the state's size after
 // each; and messages a deposed leader stored after a newer term began are
-// ignored, at the bootstrap and live. It skips without node and npm.
+// ignored, at the bootstrap and live. Without node and npm it skips, or
+// fails under $KUBEBRIDGE_REQUIRE_E2E=1 (see jsTools).
 func TestJSConsumer(t *testing.T) {
 	node, npm := jsTools(t)
 	env := testenv.Get(t)
@@ -111,7 +112,9 @@ func lateLineRE(subject, prefix string) *regexp.Regexp {
 	return regexp.MustCompile(`^` + prefix + ` (object\.added )?` + regexp.QuoteMeta(subject) + ` `)
 }
 
-// jsTools finds node and npm, or skips the test.
+// jsTools finds node and npm. Without them the test skips, saying how
+// to install them; with $KUBEBRIDGE_REQUIRE_E2E=1 (make test, CI) it
+// fails instead: the run must not pass without the JavaScript consumer.
 func jsTools(t *testing.T) (node, npm string) {
 	t.Helper()
 	node, err := exec.LookPath("node")
@@ -119,7 +122,11 @@ func jsTools(t *testing.T) (node, npm string) {
 		npm, err = exec.LookPath("npm")
 	}
 	if err != nil {
-		t.Skipf("examples/js needs node and npm on PATH (%v): skipping the JavaScript consumer test", err)
+		why := fmt.Sprintf("examples/js needs node and npm on PATH (%v); install them, on Debian or Ubuntu with `apt-get install nodejs npm`", err)
+		if testenv.Required() {
+			t.Fatalf("%s ($%s=1: the JavaScript consumer test may not skip)", why, testenv.EnvRequireE2E)
+		}
+		t.Skipf("%s: skipping the JavaScript consumer test", why)
 	}
 	return node, npm
 }
