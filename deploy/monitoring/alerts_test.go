@@ -52,8 +52,10 @@ func TestAlertsAgainstRealRuns(t *testing.T) {
 	ns := newNamespace(ctx, t, env)
 	churn := startChurn(ctx, t, env, ns)
 
+	// The runs' phases are the behaviour under test, their lengths the
+	// time the scaled rules need: these sleeps wait for no condition.
 	healthy := startRun(t, env, "healthy", map[string]string{"BRIDGE_RESOURCES": "configmaps", "BRIDGE_NAMESPACES": ns})
-	time.Sleep(45 * time.Second)
+	time.Sleep(45 * time.Second) // long enough for any rule to fire
 	healthy.stopRun()
 	if fired := evaluate(t, healthy, alerts); len(fired) > 0 {
 		t.Errorf("in the healthy run, alerts fired: %v", fired)
@@ -61,13 +63,13 @@ func TestAlertsAgainstRealRuns(t *testing.T) {
 
 	kubeconfig := limitedKubeconfig(ctx, t, env, ns)
 	faulty := startRun(t, env, "faulty", map[string]string{"BRIDGE_RESOURCES": "configmaps; secrets", "BRIDGE_NAMESPACES": ns, "KUBECONFIG": kubeconfig})
-	time.Sleep(10 * time.Second)
+	time.Sleep(10 * time.Second) // secrets stay forbidden, NATS up
 	env.StopNATS()
-	time.Sleep(40 * time.Second)
+	time.Sleep(40 * time.Second) // the outage: the changes meanwhile arrive 40s late
 	if err := env.StartNATS(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(30 * time.Second)
+	time.Sleep(30 * time.Second) // the late changes arrive; the lag shows
 	faulty.stopRun()
 	churn()
 	fired := evaluate(t, faulty, alerts)

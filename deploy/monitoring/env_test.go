@@ -13,7 +13,9 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubebridge/kubebridge/internal/testenv"
@@ -53,6 +55,7 @@ func startChurn(ctx context.Context, t *testing.T, env *testenv.Env, ns string) 
 			if _, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 				_, _ = cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
 			}
+			// The churn's pace, ten changes a second: not a wait.
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
@@ -92,7 +95,22 @@ func limitedKubeconfig(ctx context.Context, t *testing.T, env *testenv.Env, ns s
 	must(err)
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	must(os.WriteFile(path, b, 0o600))
-	// RBAC reaches the authorizer through informers.
-	time.Sleep(2 * time.Second)
+	// RBAC reaches the authorizer through informers: wait until the
+	// account may list ConfigMaps.
+	rc := env.RESTConfig()
+	rc.BearerToken = tr.Status.Token
+	as, err := kubernetes.NewForConfig(rc)
+	must(err)
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, last = as.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		if last != nil && !apierrors.IsForbidden(last) {
+			return false, last
+		}
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s may not list configmaps in %s after a minute: %v (last: %v)", name, ns, err, last)
+	}
 	return path
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/util/teststorage"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/internal/testenv"
 )
@@ -85,14 +86,16 @@ func startRun(t *testing.T, env *testenv.Env, name string, vars map[string]strin
 			t.Logf("==== bridge %s log:\n%s", name, b)
 		}
 	})
-	for deadline := time.Now().Add(time.Minute); r.addr == ""; time.Sleep(100 * time.Millisecond) {
-		b, _ := os.ReadFile(r.logPath)
-		if m := listenRE.FindSubmatch(b); m != nil {
+	var out []byte
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		out, _ = os.ReadFile(r.logPath)
+		if m := listenRE.FindSubmatch(out); m != nil {
 			r.addr = string(m[1])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bridge %s does not serve /metrics after a minute:\n%s", name, b)
-		}
+		return r.addr != "", nil
+	})
+	if err != nil {
+		t.Fatalf("bridge %s does not serve /metrics after a minute:\n%s", name, out)
 	}
 	r.start = time.Now()
 	go r.scrapeLoop()

@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -94,10 +95,15 @@ func TestRenewFailureDeposes(t *testing.T) {
 	}
 	defer func() { _ = a.Stop(ctx) }()
 	waitTerm(t, a)
-	for end := time.Now().Add(3 * cfg("a").RenewDeadline / 2); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if err := a.Holds(); err != nil {
-			t.Fatalf("Holds while the Lease is renewed: %v", err)
-		}
+	// For one and a half renew deadlines, a span of time the test
+	// observes, Holds stays nil: the poll ends only at its timeout.
+	var held error
+	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 3*cfg("a").RenewDeadline/2, true, func(context.Context) (bool, error) {
+		held = a.Holds()
+		return held != nil, nil
+	})
+	if held != nil {
+		t.Fatalf("Holds while the Lease is renewed: %v", held)
 	}
 	failing.Store(true)
 	select {
@@ -133,10 +139,11 @@ func TestHoldsWithoutTheElector(t *testing.T) {
 	}
 	waitTerm(t, a)
 	stuck.Store(true)
-	for deadline := time.Now().Add(long); a.Holds() == nil; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("Holds still nil %v after the renewals got stuck", long)
-		}
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, long, true, func(context.Context) (bool, error) {
+		return a.Holds() != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("Holds still nil %v after the renewals got stuck", long)
 	}
 	select {
 	case <-a.Deposed():

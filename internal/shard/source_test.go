@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -145,12 +146,11 @@ func TestSourceHoldsOnlyItsShard(t *testing.T) {
 				}
 			}
 			want := fmt.Sprintf("%s %s/%s", informers.Deleted, owned, name)
-			for !log.has(want) {
-				select {
-				case <-ctx.Done():
-					t.Fatalf("no %q; changes %v", want, log.all())
-				case <-time.After(50 * time.Millisecond):
-				}
+			err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+				return log.has(want), nil
+			})
+			if err != nil {
+				t.Fatalf("no %q within a minute; changes %v", want, log.all())
 			}
 			for _, c := range log.all() {
 				if strings.Contains(c, other+"/") {

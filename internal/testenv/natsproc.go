@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // BuildNATSServer builds the nats-server of this module's go.mod into dir
@@ -196,8 +198,9 @@ func (c *NATSCluster) Node(name string) *NATSProcess {
 
 // WaitHealthy waits until every running node's /healthz is 200.
 func (c *NATSCluster) WaitHealthy(ctx context.Context) error {
-	for {
-		var last error
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		last = nil
 		for _, n := range c.Nodes {
 			if n.Running() {
 				if err := n.Healthy(ctx); err != nil {
@@ -205,15 +208,12 @@ func (c *NATSCluster) WaitHealthy(ctx context.Context) error {
 				}
 			}
 		}
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("testenv: NATS cluster not healthy: %w", last)
-		case <-time.After(100 * time.Millisecond):
-		}
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("testenv: NATS cluster not healthy: %w", last)
 	}
+	return nil
 }
 
 // Close kills every node.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/kubebridge/kubebridge/internal/freeport"
 )
 
@@ -77,29 +79,26 @@ func (p *process) exitError() error {
 	return fmt.Errorf("%s exited unexpectedly (%v); log %s:\n%s", p.name, p.err, p.logPath, tail(p.logPath, 30))
 }
 
-// waitFor polls check every interval until it returns nil, the process
-// exits, or ctx is done.
+// waitFor polls check every 50ms until it returns nil, the process
+// exits, or ctx is done (the caller's deadline bounds the wait).
 func (p *process) waitFor(ctx context.Context, what string, check func(context.Context) error) error {
-	const interval = 50 * time.Millisecond
-	t := time.NewTicker(interval)
-	defer t.Stop()
 	var last error
-	for {
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		last = check(cctx)
-		cancel()
-		if last == nil {
-			return nil
+		defer cancel()
+		if last = check(cctx); last == nil {
+			return true, nil
 		}
-		select {
-		case <-p.done:
-			return p.exitError()
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s %s: %w (last error: %v); log %s:\n%s",
-				p.name, what, ctx.Err(), last, p.logPath, tail(p.logPath, 30))
-		case <-t.C:
+		if p.exited() {
+			return false, p.exitError()
 		}
+		return false, nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("waiting for %s %s: %w (last error: %v); log %s:\n%s",
+			p.name, what, ctx.Err(), last, p.logPath, tail(p.logPath, 30))
 	}
+	return err
 }
 
 // tail returns the last n lines of the file at path, for error messages.

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -271,25 +272,26 @@ func TestStartError(t *testing.T) {
 }
 
 // retry calls f every pause until it succeeds, and fails the test with
-// what and f's last error once ctx ends first.
+// what and f's last error if it does not within retryTimeout.
 func retry(t *testing.T, ctx context.Context, what string, pause time.Duration, f func(context.Context) error) {
 	t.Helper()
-	for {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, pause, retryTimeout, true, func(ctx context.Context) (bool, error) {
 		// Each attempt on a deadline of its own: a request sent while
 		// the connection went down gets no reply, and waiting for one
-		// until ctx ends would leave no time for the next attempt.
+		// until the poll ends would leave no time for the next attempt.
 		attempt, cancel := context.WithTimeout(ctx, attemptTimeout)
-		err := f(attempt)
-		cancel()
-		if err == nil {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(pause)
+		defer cancel()
+		last = f(attempt)
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v (%v)", what, last, err)
 	}
 }
 
-// attemptTimeout bounds one attempt of retry.
-const attemptTimeout = 5 * time.Second
+// attemptTimeout bounds one attempt of retry, retryTimeout all of them.
+const (
+	attemptTimeout = 5 * time.Second
+	retryTimeout   = time.Minute
+)

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2/ktesting"
 
@@ -102,10 +103,11 @@ func (h *harness) waitCaughtUp(st *consume.State) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); st.Stats().LastSeq < info.State.LastSeq; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("the live state handled up to seq %d, the stream holds %d", st.Stats().LastSeq, info.State.LastSeq)
-		}
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return st.Stats().LastSeq >= info.State.LastSeq, nil
+	})
+	if err != nil {
+		h.t.Fatalf("the live state handled up to seq %d after a minute, the stream holds %d", st.Stats().LastSeq, info.State.LastSeq)
 	}
 }
 

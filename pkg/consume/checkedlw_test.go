@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubebridge/kubebridge/pkg/consume"
@@ -211,9 +212,13 @@ func (w *cutWatch) run(n int, check func(watch.Event), progress func() uint64) {
 			return
 		}
 	}
-	for deadline := time.Now().Add(100 * time.Millisecond); progress != nil && progress() <= at && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+	if progress == nil {
+		return
 	}
+	// A little: if the ListWatch applies nothing more, stop anyway.
+	_ = wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		return progress() > at, nil
+	})
 }
 
 func (w *cutWatch) Stop()                          { w.once.Do(func() { close(w.stop) }) }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/kubebridge/kubebridge/pkg/consume"
@@ -96,19 +97,18 @@ func (h *harness) churnWith(names, ops, workers int, source func(w int) *rand.Ra
 func (h *harness) converge(states map[string]*consume.State) {
 	h.t.Helper()
 	cms, ws := h.listed()
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		var d string
+	var d string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+		d = ""
 		for name, st := range states {
 			if x := diff(held(st.Indexer("configmaps")), cms); x != "" {
 				d += name + ": " + x + "; "
 			}
 		}
-		if d == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("the states do not hold the apiserver's list after 90s: %s", d)
-		}
+		return d == "", nil
+	})
+	if err != nil {
+		h.t.Fatalf("the states do not hold the apiserver's list after 90s: %s", d)
 	}
 	for name, st := range states {
 		h.checkState(name, st, cms, ws)

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -152,10 +153,11 @@ func TestListWatchResumes(t *testing.T) {
 		t.Fatalf("first watch: %q", got)
 	}
 	// The watch applies b's update and waits to deliver it: stop it then.
-	for deadline := time.Now().Add(30 * time.Second); lw.Stats().LastSeq < b; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the watch did not apply seq %d", b)
-		}
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return lw.Stats().LastSeq >= b, nil
+	})
+	if err != nil {
+		t.Fatalf("the watch did not apply seq %d within 30s (applied up to %d)", b, lw.Stats().LastSeq)
 	}
 	w.Stop()
 	f.deleted(cm("ns", "d", "u4", "33"))

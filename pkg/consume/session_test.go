@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // opaqueContext hides its parent's type, so that the context package
@@ -28,9 +30,10 @@ func TestWatchContextReleasesEverything(t *testing.T) {
 		_, cancel := watchContext(opaqueContext{parent}, &timeout)
 		cancel()
 	}
-	for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > before+watches/10; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines before %d stopped watches, %d after: their contexts are not released", before, watches, runtime.NumGoroutine())
-		}
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return runtime.NumGoroutine() <= before+watches/10, nil
+	})
+	if err != nil {
+		t.Fatalf("%d goroutines before %d stopped watches, %d 10s after: their contexts are not released", before, watches, runtime.NumGoroutine())
 	}
 }

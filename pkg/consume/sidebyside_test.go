@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -243,8 +244,9 @@ func (h *harness) referenceState(ctx context.Context) *callLog {
 // it.
 func (h *harness) convergePairs(pairs []*pair, ref *callLog) {
 	h.t.Helper()
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		var d []string
+	var d []string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		d = d[:0]
 		if got, want := ref.finals(), h.listSelected(""); !maps.Equal(got, want) {
 			d = append(d, "reference state: "+diffMaps(got, want))
 		}
@@ -259,15 +261,13 @@ func (h *harness) convergePairs(pairs []*pair, ref *callLog) {
 				}
 			}
 		}
-		if len(d) == 0 {
-			return
+		return len(d) == 0, nil
+	})
+	if err != nil {
+		for _, p := range pairs {
+			h.t.Logf("%s: watch problems: %q", p.name, p.lw.problems())
 		}
-		if time.Now().After(deadline) {
-			for _, p := range pairs {
-				h.t.Logf("%s: watch problems: %q", p.name, p.lw.problems())
-			}
-			h.t.Fatalf("not converged after 2 minutes: %s", strings.Join(d, "; "))
-		}
+		h.t.Fatalf("not converged after 2 minutes: %s", strings.Join(d, "; "))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -83,10 +84,11 @@ func runState(t *testing.T, st *State) (stop func()) {
 // waitSeq waits until st has handled stream sequence seq.
 func waitSeq(t *testing.T, st *State, seq uint64) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); st.Stats().LastSeq < seq; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the state handled up to seq %d, not %d", st.Stats().LastSeq, seq)
-		}
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return st.Stats().LastSeq >= seq, nil
+	})
+	if err != nil {
+		t.Fatalf("the state handled up to seq %d within 30s, not %d", st.Stats().LastSeq, seq)
 	}
 }
 

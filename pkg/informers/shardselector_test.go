@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
@@ -50,18 +51,16 @@ func (r *requests) counts() (lists, watches int) {
 // waitWatches waits until n watches were sent, and returns the last.
 func (r *requests) waitWatches(t *testing.T, n int) (*watch.FakeWatcher, metav1.ListOptions) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		r.mu.Lock()
-		if len(r.watches) >= n {
-			w, o := r.watches[n-1], r.opts[n-1]
-			r.mu.Unlock()
-			return w, o
-		}
-		r.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatalf("%d watches sent, want %d", len(r.watches), n)
-		}
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, watches := r.counts()
+		return watches >= n, nil
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		t.Fatalf("%d watches sent within 10s, want %d", len(r.watches), n)
 	}
+	return r.watches[n-1], r.opts[n-1]
 }
 
 // listThenWatch makes the reflector list, then watch: the fake apiserver
@@ -89,7 +88,12 @@ func TestShardSelectorSetRestartsWatches(t *testing.T) {
 		t.Fatalf("the first watch sent selector %q, want old", opts.ShardSelector)
 	}
 	first.Modify(cm("a", "x", "11"))
-	waitFor(t, func() bool { return inf.LastSyncResourceVersion() == "11" })
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return inf.LastSyncResourceVersion() == "11", nil
+	})
+	if err != nil {
+		t.Fatalf("the informer synced up to rv %q within 10s, want 11", inf.LastSyncResourceVersion())
+	}
 
 	if sel.Set("old") {
 		t.Error("Set of the selector in use reported a change")
@@ -149,14 +153,5 @@ func TestNilShardSelector(t *testing.T) {
 	defer w.Stop()
 	if _, opts := req.waitWatches(t, 1); opts.ShardSelector != "" {
 		t.Errorf("selector %q sent without a ShardSelector", opts.ShardSelector)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
-		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
@@ -51,17 +52,15 @@ func (q *recordQueue) snapshot() []Change { return q.All() }
 // waitFor polls until cond holds for the recorded changes and returns them.
 func (q *recordQueue) waitFor(t *testing.T, what string, cond func([]Change) bool) []Change {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		cs := q.snapshot()
-		if cond(cs) {
-			return cs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; recorded: %s", what, describe(cs))
-		}
-		time.Sleep(5 * time.Millisecond)
+	var cs []Change
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		cs = q.snapshot()
+		return cond(cs), nil
+	})
+	if err != nil {
+		t.Fatalf("timed out after 15s waiting for %s; recorded: %s", what, describe(cs))
 	}
+	return cs
 }
 
 func key(o runtime.Object) string {
@@ -366,15 +365,12 @@ func TestSourceKeysAndGet(t *testing.T) {
 	if err := cs.CoreV1().ConfigMaps("a").Delete(context.Background(), "x", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if _, ok := s.Get("a/x"); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a/x still cached 15s after its delete")
-		}
-		time.Sleep(5 * time.Millisecond)
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		_, ok := s.Get("a/x")
+		return !ok, nil
+	})
+	if err != nil {
+		t.Fatal("a/x still cached 15s after its delete")
 	}
 	if _, ok := s.Get("c/z"); ok {
 		t.Error("Get of an unknown key found something")
@@ -459,12 +455,13 @@ func TestSourceSelectors(t *testing.T) {
 	}
 
 	// Every list and watch carries the scope's selectors, per namespace.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var got []seen
+	var want map[seen]bool
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
 		mu.Lock()
-		got := slices.Clone(actions)
+		got = slices.Clone(actions)
 		mu.Unlock()
-		want := map[seen]bool{}
+		want = map[seen]bool{}
 		for _, ns := range scope.Namespaces {
 			for _, verb := range []string{"list", "watch"} {
 				want[seen{verb, ns, scope.LabelSelector, scope.FieldSelector}] = true
@@ -472,17 +469,16 @@ func TestSourceSelectors(t *testing.T) {
 		}
 		for _, a := range got {
 			if !slices.Contains(scope.Namespaces, a.ns) || a.labels != scope.LabelSelector || a.fields != scope.FieldSelector {
-				t.Fatalf("request %+v does not carry the scope %+v", a, scope)
+				return false, fmt.Errorf("request %+v does not carry the scope %+v", a, scope)
 			}
 			delete(want, a)
 		}
-		if len(want) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no request seen for %v; seen %+v", want, got)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return len(want) == 0, nil
+	})
+	if wait.Interrupted(err) {
+		t.Fatalf("no request seen for %v within 15s; seen %+v", want, got)
+	} else if err != nil {
+		t.Fatal(err)
 	}
 }
 

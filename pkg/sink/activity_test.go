@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 func TestLastActivityStartsZero(t *testing.T) {
@@ -55,9 +56,17 @@ func TestLastActivityMovesWhileAttemptsFail(t *testing.T) {
 	go func() { ran <- p.Run(ctx, in) }()
 	defer func() { cancel(); <-ran }()
 
-	waitFor(t, "a first failed attempt is recorded", func() bool { return !p.LastActivity().IsZero() })
+	if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return !p.LastActivity().IsZero(), nil
+	}); err != nil {
+		t.Fatalf("gave up waiting for 20s until a first failed attempt is recorded")
+	}
 	first := p.LastActivity()
-	waitFor(t, "LastActivity moves on with the next failed attempts", func() bool { return p.LastActivity().After(first) })
+	if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return p.LastActivity().After(first), nil
+	}); err != nil {
+		t.Fatalf("gave up waiting for 20s until LastActivity moves on with the next failed attempts")
+	}
 	if stored, _, _ := fs.snapshot(); len(stored) != 0 {
 		t.Errorf("stored %v although every attempt fails", stored)
 	}

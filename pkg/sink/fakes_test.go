@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -68,7 +67,7 @@ func (s *laneStream) PublishMsgAsync(m *nats.Msg, _ ...jetstream.PublishOpt) (je
 			<-o.hold
 		}
 		if o.delay > 0 {
-			time.Sleep(o.delay)
+			time.Sleep(o.delay) // the acknowledgement's latency, as told
 		}
 		// The books are updated before the result is delivered, so the
 		// publisher cannot react to it before they are.
@@ -152,17 +151,4 @@ func (d *doneLog) result(id string) (problem string, err error) {
 func (d *doneLog) ackedNil(id string) bool {
 	problem, err := d.result(id)
 	return problem == "" && err == nil
-}
-
-// waitFor polls cond until it holds; the deadline is only there so that a
-// broken publisher fails the test instead of hanging it.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting until %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // A subject whose ack does not come (a slow or stuck stream leader, a
@@ -45,15 +47,16 @@ func TestPublisherNoHeadOfLineBlocking(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() { ran <- p.Run(ctx, in) }()
 
-	waitFor(t, "every subject but A is acknowledged while A's first ack is held", func() bool {
-		for _, id := range others {
-			if !done.ackedNil(id) {
-				return false
-			}
-		}
-		return true
-	})
-	waitFor(t, "InFlight counts A's publish and the two parked behind it", func() bool { return p.InFlight() == 3 })
+	if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return !slices.ContainsFunc(others, func(id string) bool { return !done.ackedNil(id) }), nil
+	}); err != nil {
+		t.Fatalf("gave up waiting for 20s until every subject but A is acknowledged while A's first ack is held")
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return p.InFlight() == 3, nil
+	}); err != nil {
+		t.Fatalf("gave up waiting for 20s until InFlight counts A's publish and the two parked behind it")
+	}
 	if n := fs.attemptsOf("A1") + fs.attemptsOf("A2"); n != 0 {
 		t.Errorf("A1 and A2 attempted %d times while A0 was in flight", n)
 	}
@@ -99,7 +102,11 @@ func TestPublisherShutdownGivesUpParked(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- p.Run(ctx, in) }()
-	waitFor(t, "B0 acknowledged and A's three messages pending", func() bool { return done.ackedNil("B0") && p.InFlight() == 3 })
+	if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return done.ackedNil("B0") && p.InFlight() == 3, nil
+	}); err != nil {
+		t.Fatalf("gave up waiting for 20s until B0 acknowledged and A's three messages pending")
+	}
 	cancel()
 	if err := <-ran; !errors.Is(err, context.Canceled) {
 		t.Errorf("Run returned %v, want context.Canceled", err)

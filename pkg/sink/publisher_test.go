@@ -55,7 +55,7 @@ func (s *fakeStream) PublishMsgAsync(m *nats.Msg, _ ...jetstream.PublishOpt) (je
 		return nil, err
 	}
 	go func() {
-		time.Sleep(delay)
+		time.Sleep(delay) // the acknowledgement's random latency
 		if err != nil {
 			f.err <- err
 			return

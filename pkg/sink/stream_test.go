@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -249,25 +250,23 @@ func TestTombstoneExpiry(t *testing.T) {
 			}
 
 			// Wait for the delete to expire, not for a duration.
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				m, err := lastMsg(js, c.stream.Name, goneSubj)
-				if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-					t.Fatal(err)
+			var m *jetstream.RawStreamMsg
+			err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+				var err error
+				if m, err = lastMsg(js, c.stream.Name, goneSubj); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+					return false, err
 				}
-				if m == nil || m.Header.Get("ce-type") != contract.TypeDeleted {
-					if c.wantEmpty && m != nil {
-						t.Errorf("after the delete expired, the last message on %s is %s rv %s, want none", goneSubj, m.Header.Get("ce-type"), m.Header.Get("ce-resourceversion"))
-					}
-					if !c.wantEmpty && (m == nil || m.Header.Get("ce-resourceversion") != "2") {
-						t.Errorf("after the delete expired, the last message on %s is %v; want the update at rv 2 back (what the roll-up prevents)", goneSubj, m)
-					}
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the delete on %s, with a TTL of %v, is still the subject's last message", goneSubj, ttl)
-				}
-				time.Sleep(50 * time.Millisecond)
+				return m == nil || m.Header.Get("ce-type") != contract.TypeDeleted, nil
+			})
+			switch {
+			case wait.Interrupted(err):
+				t.Fatalf("the delete on %s, with a TTL of %v, is still the subject's last message after 30s", goneSubj, ttl)
+			case err != nil:
+				t.Fatal(err)
+			case c.wantEmpty && m != nil:
+				t.Errorf("after the delete expired, the last message on %s is %s rv %s, want none", goneSubj, m.Header.Get("ce-type"), m.Header.Get("ce-resourceversion"))
+			case !c.wantEmpty && (m == nil || m.Header.Get("ce-resourceversion") != "2"):
+				t.Errorf("after the delete expired, the last message on %s is %v; want the update at rv 2 back (what the roll-up prevents)", goneSubj, m)
 			}
 			if m, err := lastMsg(js, c.stream.Name, keptSubj); err != nil || m.Header.Get("ce-resourceversion") != "5" {
 				t.Errorf("the object that was not deleted: last message %v, %v; want its add at rv 5", m, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/internal/recorder"
@@ -58,7 +59,11 @@ func TestWaitForStreamWaitsUntilJetStreamIsEnabled(t *testing.T) {
 		done <- result{info, err}
 	}()
 
-	waitFor(t, "three attempts have failed", func() bool { return len(attempts.get()) >= 3 })
+	if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return len(attempts.get()) >= 3, nil
+	}); err != nil {
+		t.Fatalf("gave up waiting for 20s until three attempts have failed")
+	}
 	select {
 	case r := <-done:
 		t.Fatalf("WaitForStream returned %v while JetStream is off", r.err)
@@ -141,7 +146,11 @@ func TestWaitForStreamEndsWithContext(t *testing.T) {
 			_, err := WaitForStream(ctx, js, kbStream, "kb.>", WithAttemptObserver(attempts.observe), withWaitBackoff(time.Millisecond, 5*time.Millisecond))
 			done <- err
 		}()
-		waitFor(t, "an attempt has failed", func() bool { return len(attempts.get()) > 0 })
+		if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+			return len(attempts.get()) > 0, nil
+		}); err != nil {
+			t.Fatalf("gave up waiting for 20s until an attempt has failed")
+		}
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Errorf("got %v, want it to wrap context.Canceled", err)

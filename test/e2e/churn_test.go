@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -100,14 +101,9 @@ func (c *churn) String() string {
 // or the timeout passes; it reports whether they did.
 func (c *churn) waitOps(n int64, timeout time.Duration) bool {
 	target := c.ops() + n
-	deadline := time.Now().Add(timeout)
-	for c.ops() < target {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true
+	return wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return c.ops() >= target, nil
+	}) == nil
 }
 
 // deletedUIDs returns the uids of the objects deleted so far.

@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/internal/testenv"
 )
@@ -68,7 +71,9 @@ func TestReplicatedStream(t *testing.T) {
 	node.Kill()
 	stall := b.waitPublishedAfter(killed, time.Minute)
 	t.Logf("SIGKILL of %s, the stream's leader: the next acknowledgement %v later; new leader %s", leader, stall.Round(time.Millisecond), h.streamLeader())
-	time.Sleep(5 * time.Second)
+	// The stream moves on without the node, which has to catch up when
+	// it is back.
+	b.waitPublished(100, time.Minute)
 	h.startNode(node)
 	if !c.waitOps(100, time.Minute) {
 		t.Fatalf("churn stalled: %v", c)
@@ -86,15 +91,21 @@ func TestReplicatedStream(t *testing.T) {
 	}
 	lostAt, opsAtLoss := time.Now(), c.ops()
 	before := b.scrape().sum("kubebridge_events_published_total")
-	for time.Since(lostAt) < 20*time.Second {
-		if code, body, err := b.get("/healthz"); err != nil || code != 200 {
-			t.Errorf("/healthz without quorum: HTTP %d %q (%v): the pod would be restarted", code, body, err)
-			break
-		}
+	// The outage lasts 20s, the behaviour under test; liveness is read
+	// each second meanwhile.
+	err := throughout(20*time.Second, time.Second, func() error {
 		if b.exited() {
-			t.Fatalf("the bridge exited without quorum: %v", b.state)
+			return fmt.Errorf("the bridge exited without quorum: %v", b.state)
 		}
-		time.Sleep(time.Second)
+		if code, body, err := b.get("/healthz"); err != nil || code != 200 {
+			return fmt.Errorf("/healthz without quorum: HTTP %d %q (%v): the pod would be restarted", code, body, err)
+		}
+		return nil
+	})
+	if err != nil && b.exited() {
+		t.Fatal(err)
+	} else if err != nil {
+		t.Error(err)
 	}
 	during := c.ops() - opsAtLoss
 	restored := time.Now()
@@ -124,22 +135,30 @@ func TestReplicatedStream(t *testing.T) {
 // streamLeader is the server name of the harness stream's leader.
 func (h *harness) streamLeader() string {
 	h.t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	var leader string
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		s, err := h.js.Stream(ctx, h.stream)
-		if err == nil {
-			info, ierr := s.Info(ctx)
-			err = ierr
-			if err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
-				cancel()
-				return info.Cluster.Leader
-			}
+		if err != nil {
+			last = err
+			return false, nil
 		}
-		cancel()
-		if time.Now().After(deadline) {
-			h.t.Fatalf("stream %s has no leader after a minute: %v", h.stream, err)
+		info, err := s.Info(ctx)
+		if err != nil {
+			last = err
+			return false, nil
 		}
+		if info.Cluster != nil {
+			leader = info.Cluster.Leader
+		}
+		return leader != "", nil
+	})
+	if err != nil {
+		h.t.Fatalf("stream %s has no leader after a minute (last error: %v)", h.stream, last)
 	}
+	return leader
 }
 
 // startNode starts a killed node again.
@@ -156,15 +175,49 @@ func (h *harness) startNode(n *testenv.NATSProcess) {
 // after since and returns how long after since it came.
 func (b *bridge) waitPublishedAfter(since time.Time, timeout time.Duration) time.Duration {
 	b.h.t.Helper()
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		last := b.scrape().sum("kubebridge_last_publish_timestamp_seconds")
-		at := time.Unix(0, int64(last*1e9))
-		if at.After(since) {
-			return at.Sub(since)
-		}
+	var at time.Time
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		at = time.Unix(0, int64(b.scrape().sum("kubebridge_last_publish_timestamp_seconds")*1e9))
+		return at.After(since), nil
+	})
+	if err != nil {
+		b.h.t.Fatalf("%s: no acknowledgement within %v after %v (the last at %v)", b.name, timeout, since, at)
 	}
-	b.h.t.Fatalf("%s: no acknowledgement within %v after %v", b.name, timeout, since)
-	return 0
+	return at.Sub(since)
+}
+
+// waitPublishedSettled waits until what the bridge had in flight is
+// acknowledged or failed: its count of published events no longer moves
+// between two scrapes a second apart. It returns that count.
+func (b *bridge) waitPublishedSettled(timeout time.Duration) float64 {
+	b.h.t.Helper()
+	prev := b.scrape().sum("kubebridge_events_published_total")
+	var now float64
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, false, func(context.Context) (bool, error) {
+		now = b.scrape().sum("kubebridge_events_published_total")
+		settled := now == prev
+		prev = now
+		return settled, nil
+	})
+	if err != nil {
+		b.h.t.Fatalf("%s: events still published %v after its link was cut (%v so far)", b.name, timeout, now)
+	}
+	return now
+}
+
+// waitPublished waits until the bridge has published n more events than
+// it had when called.
+func (b *bridge) waitPublished(n float64, timeout time.Duration) {
+	b.h.t.Helper()
+	start := b.scrape().sum("kubebridge_events_published_total")
+	var got float64
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		got = b.scrape().sum("kubebridge_events_published_total") - start
+		return got >= n, nil
+	})
+	if err != nil {
+		b.h.t.Fatalf("%s: %v events published within %v, want %v", b.name, got, timeout, n)
+	}
 }
 
 // lastLines returns the last n lines of the file at path.

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/pkg/cenats"
@@ -45,16 +46,13 @@ func TestCompaction(t *testing.T) {
 	defer c.stop()
 
 	// Ten periodic snapshots after the start-up one, all under churn.
-	deadline := time.Now().Add(4 * time.Minute)
-	for {
-		m := b.scrape()
-		if n := m.sum("kubebridge_snapshots_total", "resource", cmResource, "reason", "periodic"); n >= 10 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("fewer than 10 periodic snapshots after 4 minutes: %v", m.sum("kubebridge_snapshots_total", "resource", cmResource, "reason", "periodic"))
-		}
-		time.Sleep(500 * time.Millisecond)
+	var periodic float64
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 4*time.Minute, true, func(context.Context) (bool, error) {
+		periodic = b.scrape().sum("kubebridge_snapshots_total", "resource", cmResource, "reason", "periodic")
+		return periodic >= 10, nil
+	})
+	if err != nil {
+		t.Fatalf("fewer than 10 periodic snapshots after 4 minutes: %v", periodic)
 	}
 	if errs := c.stop(); len(errs) > 0 {
 		t.Fatalf("churn: %d errors, first: %v", len(errs), errs[0])
@@ -263,16 +261,17 @@ func lastView(msgs []replay.Message) map[string]string {
 func (h *harness) waitLastPerSubject(typ string, want map[string]string) {
 	h.t.Helper()
 	var d string
-	for deadline := time.Now().Add(convergeTimeout); ; time.Sleep(500 * time.Millisecond) {
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, convergeTimeout, true, func(context.Context) (bool, error) {
 		msgs, err := h.lastPerSubject(typ + ".*.*")
 		if err != nil {
 			d = err.Error()
-		} else if d = diffState(lastView(msgs), want); d == "" {
-			return
+		} else {
+			d = diffState(lastView(msgs), want)
 		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("the last-per-subject view of %s does not equal the apiserver's list after %v: %s", typ, convergeTimeout, d)
-		}
+		return d == "", nil
+	})
+	if err != nil {
+		h.t.Fatalf("the last-per-subject view of %s does not equal the apiserver's list after %v: %s", typ, convergeTimeout, d)
 	}
 }
 

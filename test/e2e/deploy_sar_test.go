@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -91,19 +93,11 @@ func deploySAR(t *testing.T, cs kubernetes.Interface, user string, groups []stri
 // caller's loop.
 func deployWaitAllowed(t *testing.T, cs kubernetes.Interface, who deployIdentity, rows []deployRow) {
 	t.Helper()
-	deadline := time.Now().Add(deployRBACTimeout)
-	for {
-		pending := 0
-		for _, r := range rows {
-			if r.allowed && !deploySAR(t, cs, who.User, who.Groups, r.attrs).Allowed {
-				pending++
-			}
-		}
-		if pending == 0 || time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, deployRBACTimeout, true, func(context.Context) (bool, error) {
+		return !slices.ContainsFunc(rows, func(r deployRow) bool {
+			return r.allowed && !deploySAR(t, cs, who.User, who.Groups, r.attrs).Allowed
+		}), nil
+	})
 }
 
 // deployControlAccount creates a ServiceAccount bound to cluster-admin in a
@@ -137,14 +131,13 @@ func deployControlAccount(t *testing.T, cs kubernetes.Interface) deployIdentity 
 		t.Fatalf("control: create ClusterRoleBinding: %v", err)
 	}
 	probe := authorizationv1.ResourceAttributes{Namespace: "default", Verb: "create", Resource: "secrets"}
-	for deadline := time.Now().Add(deployRBACTimeout); ; time.Sleep(200 * time.Millisecond) {
-		res := deploySAR(t, cs, id.User, id.Groups, probe)
-		if res.Allowed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("control: %s, bound to cluster-admin, may not create secrets after %v (reason %q%s)", id.User, deployRBACTimeout, res.Reason, deployEvalErr(res))
-		}
+	var res authorizationv1.SubjectAccessReviewStatus
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, deployRBACTimeout, true, func(context.Context) (bool, error) {
+		res = deploySAR(t, cs, id.User, id.Groups, probe)
+		return res.Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("control: %s, bound to cluster-admin, may not create secrets after %v (reason %q%s)", id.User, deployRBACTimeout, res.Reason, deployEvalErr(res))
 	}
 	t.Logf("control: %s (cluster-admin) may create secrets: denied answers below are meaningful", id.User)
 	return id

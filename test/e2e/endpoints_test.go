@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // pressureVars returns the variables that bound what the bridge holds
@@ -66,22 +68,23 @@ type sample struct {
 // scrape reads /metrics, retrying for a while.
 func (b *bridge) scrape() metrics {
 	b.h.t.Helper()
+	var m metrics
 	var last error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		code, body, err := b.get("/metrics")
 		if err == nil && code != http.StatusOK {
 			err = fmt.Errorf("HTTP %d: %s", code, body)
 		}
 		if err == nil {
-			var m metrics
-			if m, err = parseMetrics(body); err == nil {
-				return m
-			}
+			m, err = parseMetrics(body)
 		}
 		last = err
+		return err == nil, nil
+	})
+	if err != nil {
+		b.h.t.Fatalf("%s: scrape /metrics for 30s: %v", b.name, last)
 	}
-	b.h.t.Fatalf("%s: scrape /metrics: %v", b.name, last)
-	return nil
+	return m
 }
 
 // parseMetrics parses the Prometheus text format (what client_golang
@@ -224,22 +227,19 @@ func (a accounting) String() string {
 // Call it once the stream has converged, so nothing should be pending.
 func (b *bridge) waitNoneDropped(resource string, timeout time.Duration) accounting {
 	b.h.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		a := b.scrape().accounting(resource)
-		if a.observed > 0 && a.dropped() == 0 && a.legacyDropped == 0 {
-			return a
-		}
-		if time.Now().After(deadline) {
-			if a.observed == 0 {
-				b.h.t.Errorf("%s: no change of %s observed (kubebridge_changes_observed_total)", b.name, resource)
-			} else {
-				b.h.t.Errorf("%s: changes of %s dropped: %v", b.name, resource, a)
-			}
-			return a
-		}
-		time.Sleep(500 * time.Millisecond)
+	var a accounting
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		a = b.scrape().accounting(resource)
+		return a.observed > 0 && a.dropped() == 0 && a.legacyDropped == 0, nil
+	})
+	switch {
+	case err == nil:
+	case a.observed == 0:
+		b.h.t.Errorf("%s: no change of %s observed (kubebridge_changes_observed_total) within %v", b.name, resource, timeout)
+	default:
+		b.h.t.Errorf("%s: changes of %s dropped: %v (still after %v)", b.name, resource, a, timeout)
 	}
+	return a
 }
 
 // quantile estimates the q-quantile of a histogram's samples matching

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubebridge/kubebridge/internal/fixtures"
@@ -333,15 +334,14 @@ func (h *harness) ensureWidgetCRD() {
 	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		h.t.Fatalf("create CRD: %v", err)
 	}
-	for {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		got, err := crds.Get(ctx, "widgets.example.com", metav1.GetOptions{})
-		if err == nil && established(got) {
-			break
-		}
-		if ctx.Err() != nil {
-			h.t.Fatalf("CRD widgets.example.com not Established: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		last = err
+		return err == nil && established(got), nil
+	})
+	if err != nil {
+		h.t.Fatalf("CRD widgets.example.com not Established within a minute (last error: %v)", last)
 	}
 	if err := fixtures.WaitForWidgets(ctx, h.cs.Discovery()); err != nil {
 		h.t.Fatal(err)

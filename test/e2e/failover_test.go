@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // electionVars configure a bridge with leader election on a short Lease.
@@ -128,20 +129,23 @@ func TestDeposedLeaderExits(t *testing.T) {
 	h := newHarness(t)
 	b1 := h.startBridge(h.electionVars("bridge-a"))
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	leases := h.cs.CoordinationV1().Leases(h.ns)
-	for {
+	// The bridge renews the Lease meanwhile: an update may conflict.
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		l, err := leases.Get(ctx, h.leaseName(), metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return false, err
 		}
 		holder, secs, now := "intruder", int32(3600), metav1.NewMicroTime(time.Now())
 		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime, l.Spec.AcquireTime = &holder, &secs, &now, &now
-		if _, err = leases.Update(ctx, l, metav1.UpdateOptions{}); err == nil {
-			break
+		if _, err = leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+			t.Logf("take the Lease: %v (trying again)", err)
+			return false, nil
 		}
-		t.Logf("take the Lease: %v (trying again)", err)
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("take the Lease: %v", err)
 	}
 	b1.stopped.Store(true)
 	code, ok := b1.waitExit(stopTimeout)

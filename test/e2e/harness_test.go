@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -304,19 +305,21 @@ func (b *bridge) exited() bool {
 // test if the bridge exits first or the time runs out.
 func (b *bridge) waitLog(substr string, timeout time.Duration) {
 	b.h.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		if strings.Contains(b.output(), substr) {
-			return
+			return true, nil
 		}
 		if b.exited() {
 			b.stopped.Store(true)
-			b.h.t.Fatalf("%s exited (%v) before logging %q", b.name, b.state, substr)
+			return false, fmt.Errorf("%s exited (%v) before logging %q", b.name, b.state, substr)
 		}
-		if time.Now().After(deadline) {
-			b.h.t.Fatalf("%s did not log %q within %v", b.name, substr, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false, nil
+	})
+	if wait.Interrupted(err) {
+		b.h.t.Fatalf("%s did not log %q within %v", b.name, substr, timeout)
+	}
+	if err != nil {
+		b.h.t.Fatal(err)
 	}
 }
 
@@ -387,16 +390,16 @@ func (h *harness) read() ([]replay.Message, error) {
 // mustRead is read, retrying errors for a while (NATS may just be back).
 func (h *harness) mustRead() []replay.Message {
 	h.t.Helper()
+	var msgs []replay.Message
 	var last error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		msgs, err := h.read()
-		if err == nil {
-			return msgs
-		}
-		last = err
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		msgs, last = h.read()
+		return last == nil, nil
+	})
+	if err != nil {
+		h.t.Fatalf("reading stream %s for 30s: %v", h.stream, last)
 	}
-	h.t.Fatalf("reading stream %s: %v", h.stream, last)
-	return nil
+	return msgs
 }
 
 // waitStream polls the stream until cond returns "" for its messages and
@@ -415,20 +418,18 @@ func (h *harness) waitStream(what string, timeout time.Duration, cond func([]rep
 // read and what was still missing at the timeout ("" if cond held).
 func (h *harness) pollStream(timeout time.Duration, cond func([]replay.Message) string) ([]replay.Message, string) {
 	h.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		var missing string
-		msgs, err := h.read()
-		if err != nil {
+	var msgs []replay.Message
+	var missing string
+	_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		var err error
+		if msgs, err = h.read(); err != nil {
 			missing = "read error: " + err.Error()
-		} else if missing = cond(msgs); missing == "" {
-			return msgs, ""
+		} else {
+			missing = cond(msgs)
 		}
-		if time.Now().After(deadline) {
-			return msgs, missing
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return missing == "", nil
+	})
+	return msgs, missing
 }
 
 // waitEvent waits until the stream holds an event of type ceType on

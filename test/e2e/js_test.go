@@ -20,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -31,7 +32,8 @@ import (
 // rebuilt from the last message per subject, equals the apiserver's list;
 // live changes are printed as they happen, with the state's size after
 // each; and messages a deposed leader stored after a newer term began are
-// ignored, at the bootstrap and live. It skips without node and npm.
+// ignored, at the bootstrap and live. Without node and npm it skips, or
+// fails under $KUBEBRIDGE_REQUIRE_E2E=1 (see jsTools).
 func TestJSConsumer(t *testing.T) {
 	node, npm := jsTools(t)
 	env := testenv.Get(t)
@@ -110,7 +112,9 @@ func lateLineRE(subject, prefix string) *regexp.Regexp {
 	return regexp.MustCompile(`^` + prefix + ` (object\.added )?` + regexp.QuoteMeta(subject) + ` `)
 }
 
-// jsTools finds node and npm, or skips the test.
+// jsTools finds node and npm. Without them the test skips, saying how
+// to install them; with $KUBEBRIDGE_REQUIRE_E2E=1 (make test, CI) it
+// fails instead: the run must not pass without the JavaScript consumer.
 func jsTools(t *testing.T) (node, npm string) {
 	t.Helper()
 	node, err := exec.LookPath("node")
@@ -118,7 +122,11 @@ func jsTools(t *testing.T) (node, npm string) {
 		npm, err = exec.LookPath("npm")
 	}
 	if err != nil {
-		t.Skipf("examples/js needs node and npm on PATH (%v): skipping the JavaScript consumer test", err)
+		why := fmt.Sprintf("examples/js needs node and npm on PATH (%v); install them, on Debian or Ubuntu with `apt-get install nodejs npm`", err)
+		if testenv.Required() {
+			t.Fatalf("%s ($%s=1: the JavaScript consumer test may not skip)", why, testenv.EnvRequireE2E)
+		}
+		t.Skipf("%s: skipping the JavaScript consumer test", why)
 	}
 	return node, npm
 }
@@ -305,23 +313,24 @@ func (p *jsProc) output() string {
 // the test if the consumer exits first or nothing matches in time.
 func (p *jsProc) waitLine(t *testing.T, what string, re *regexp.Regexp) int {
 	t.Helper()
-	deadline := time.Now().Add(convergeTimeout)
-	for {
-		for i, l := range p.lines() {
-			if re.MatchString(l) {
-				return i
-			}
+	var i int
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, convergeTimeout, true, func(context.Context) (bool, error) {
+		if i = slices.IndexFunc(p.lines(), re.MatchString); i >= 0 {
+			return true, nil
 		}
 		select {
 		case <-p.done:
-			t.Fatalf("the JS consumer exited (%v) before printing %s\n%s", p.cmd.ProcessState, what, p.output())
+			return false, fmt.Errorf("the JS consumer exited (%v) before printing %s", p.cmd.ProcessState, what)
 		default:
+			return false, nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the JS consumer did not print %s within %v\n%s", what, convergeTimeout, p.output())
-		}
-		time.Sleep(50 * time.Millisecond)
+	})
+	if wait.Interrupted(err) {
+		t.Fatalf("the JS consumer did not print %s within %v\n%s", what, convergeTimeout, p.output())
+	} else if err != nil {
+		t.Fatalf("%v\n%s", err, p.output())
 	}
+	return i
 }
 
 // waitEvent waits for the line of a live event of subject (<ns>/<name>) at

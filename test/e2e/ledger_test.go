@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	watchtools "k8s.io/client-go/tools/watch"
 )
@@ -103,12 +104,14 @@ func (l *ledger) fail(err error) {
 func (l *ledger) upTo(h *harness, want map[string]string) []observedChange {
 	h.t.Helper()
 	var diff string
-	for deadline := time.Now().Add(convergeTimeout); ; time.Sleep(100 * time.Millisecond) {
+	var changes []observedChange
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, convergeTimeout, true, func(context.Context) (bool, error) {
 		l.mu.Lock()
-		changes, err := append([]observedChange(nil), l.changes...), l.err
+		var err error
+		changes, err = append([]observedChange(nil), l.changes...), l.err
 		l.mu.Unlock()
 		if err != nil {
-			h.t.Fatal(err)
+			return false, err
 		}
 		got := map[string]string{}
 		for _, c := range changes {
@@ -118,11 +121,13 @@ func (l *ledger) upTo(h *harness, want map[string]string) []observedChange {
 				got[h.cmSubject(h.ns, c.name)] = c.rv
 			}
 		}
-		if diff = diffState(got, want); diff == "" {
-			return changes
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("the ledger's watch does not reach the apiserver's list after %v: %s", convergeTimeout, diff)
-		}
+		diff = diffState(got, want)
+		return diff == "", nil
+	})
+	if wait.Interrupted(err) {
+		h.t.Fatalf("the ledger's watch does not reach the apiserver's list after %v: %s", convergeTimeout, diff)
+	} else if err != nil {
+		h.t.Fatal(err)
 	}
+	return changes
 }

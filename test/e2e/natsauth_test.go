@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/internal/cli"
 	"github.com/kubebridge/kubebridge/internal/testenv"
@@ -88,10 +89,15 @@ func TestNATSLeastPrivilege(t *testing.T) {
 	// term.
 	third := h.startBridge(vars)
 	second.stopped.Store(true)
-	for i := 0; !second.exited() && i < 50; i++ {
+	// Changes for the second bridge to publish, until one is refused and
+	// it exits (waitExitNonZero fails if it does not).
+	_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		if second.exited() {
+			return true, nil
+		}
 		h.touchCM(h.ns, "c")
-		time.Sleep(200 * time.Millisecond)
-	}
+		return false, nil
+	})
 	code := waitExitNonZero(t, second, "fenced bridge")
 	if second.countLog(fencedLine) == 0 {
 		t.Errorf("the fenced bridge (exit %d) did not log why", code)
@@ -173,15 +179,11 @@ func checkRefusedFor(t *testing.T, who, url string, creds map[string]string) {
 	// refused waits for the server's permissions violation for subject.
 	refused := func(subject string) bool {
 		want := fmt.Sprintf("permissions violation for publish to %q", subject)
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		return wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 			mu.Lock()
-			found := slices.ContainsFunc(violations, func(v string) bool { return strings.Contains(strings.ToLower(v), strings.ToLower(want)) })
-			mu.Unlock()
-			if found {
-				return true
-			}
-		}
-		return false
+			defer mu.Unlock()
+			return slices.ContainsFunc(violations, func(v string) bool { return strings.Contains(strings.ToLower(v), strings.ToLower(want)) }), nil
+		}) == nil
 	}
 	attempt := func(what, subject string, do func(context.Context) error) {
 		t.Helper()

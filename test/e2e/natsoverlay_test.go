@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/internal/natsconf"
 	"github.com/kubebridge/kubebridge/internal/natstest"
@@ -87,8 +89,9 @@ func startNATSServers(t *testing.T, sts *appsv1.StatefulSet, opts []*server.Opti
 		})
 		servers = append(servers, s)
 	}
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		var notReady []string
+	var notReady []string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		notReady = notReady[:0]
 		for i, s := range servers {
 			if err := logs[i].Fatal(); err != nil {
 				t.Fatalf("%s-%d: %v", sts.Name, i, err)
@@ -97,13 +100,12 @@ func startNATSServers(t *testing.T, sts *appsv1.StatefulSet, opts []*server.Opti
 				notReady = append(notReady, fmt.Sprintf("%s-%d: %s %s", sts.Name, i, st.Status, st.Error))
 			}
 		}
-		if len(notReady) == 0 {
-			return servers
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("NATS servers not healthy: %s", strings.Join(notReady, "; "))
-		}
+		return len(notReady) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("NATS servers not healthy after 2 minutes: %s", strings.Join(notReady, "; "))
 	}
+	return servers
 }
 
 // clientHost is the host:port of a server's client listener.

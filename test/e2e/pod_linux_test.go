@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // podTools are the host programs that build a pod's sandbox: util-linux
@@ -276,15 +279,17 @@ func (p *pod) kill() {
 // waitExec waits until the sandbox has become the entrypoint.
 func (p *pod) waitExec(timeout time.Duration) error {
 	want := filepath.Base(p.spec.entrypoint[0])
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		if p.exited() {
-			return fmt.Errorf("pod %s exited (%v):\n%s", p.spec.name, p.state, p.output())
+			return false, fmt.Errorf("pod %s exited (%v):\n%s", p.spec.name, p.state, p.output())
 		}
-		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.cmd.Process.Pid)); strings.TrimSpace(string(comm)) == want {
-			return nil
-		}
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.cmd.Process.Pid))
+		return strings.TrimSpace(string(comm)) == want, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("pod %s: %s did not start within %v", p.spec.name, want, timeout)
 	}
-	return fmt.Errorf("pod %s: %s did not start within %v", p.spec.name, want, timeout)
+	return err
 }
 
 // procStatus reads /proc/<pid>/status of the running container.

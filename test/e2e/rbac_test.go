@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -136,15 +137,16 @@ func (h *harness) limitedAccount(ctx context.Context, name string, rules ...rbac
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	for {
-		_, err := as.CoreV1().ConfigMaps(h.ns).List(ctx, metav1.ListOptions{Limit: 1})
-		if err == nil {
-			break
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, last = as.CoreV1().ConfigMaps(h.ns).List(ctx, metav1.ListOptions{Limit: 1})
+		if last != nil && !apierrors.IsForbidden(last) {
+			return false, last
 		}
-		if !apierrors.IsForbidden(err) || ctx.Err() != nil {
-			h.t.Fatalf("list configmaps as %s: %v", name, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return last == nil, nil
+	})
+	if err != nil {
+		h.t.Fatalf("list configmaps as %s: %v (last: %v)", name, err, last)
 	}
 	if _, err := as.CoreV1().Secrets(h.ns).List(ctx, metav1.ListOptions{Limit: 1}); !apierrors.IsForbidden(err) {
 		h.t.Fatalf("list secrets as %s: %v, want forbidden", name, err)

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
@@ -60,18 +63,25 @@ func (r *rehearsal) scrape(p *rehearsalPod) metrics {
 func (r *rehearsal) waitReady(p *rehearsalPod, timeout time.Duration) {
 	t := r.t
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for _, kind := range []string{"startup", "readiness", "liveness"} {
-		for {
-			ok, code, body := p.check(kind)
-			if ok {
-				break
+	// The probes in the kubelet's order: each is polled until it
+	// passes, then the next.
+	kinds := []string{"startup", "readiness", "liveness"}
+	var code int
+	var body string
+	err := wait.PollUntilContextTimeout(r.ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		for ; len(kinds) > 0; kinds = kinds[1:] {
+			var ok bool
+			if ok, code, body = p.check(kinds[0]); !ok && p.exited() {
+				return false, errors.New("the pod exited")
+			} else if !ok {
+				return false, nil
 			}
-			if p.exited() || time.Now().After(deadline) {
-				t.Fatalf("%s: %s probe %s:%d%s: HTTP %d %q (exited: %v)", p.spec.name, kind, p.spec.ip, p.probeOf(kind).port, p.probeOf(kind).path, code, body, p.exited())
-			}
-			time.Sleep(200 * time.Millisecond)
 		}
+		return true, nil
+	})
+	if err != nil {
+		kind := kinds[0]
+		t.Fatalf("%s: %s probe %s:%d%s: HTTP %d %q (exited: %v)", p.spec.name, kind, p.spec.ip, p.probeOf(kind).port, p.probeOf(kind).path, code, body, p.exited())
 	}
 }
 
@@ -122,25 +132,24 @@ func (r *rehearsal) leader() (leader, standby *rehearsalPod) {
 	t.Helper()
 	cfg := r.pods[0].cfg
 	var holder string
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		lease, err := r.cs.CoordinationV1().Leases(cfg.LeaseNamespace).Get(r.ctx, cfg.LeaseName, metav1.GetOptions{})
+	var leading []*rehearsalPod
+	err := wait.PollUntilContextTimeout(r.ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		lease, err := r.cs.CoordinationV1().Leases(cfg.LeaseNamespace).Get(ctx, cfg.LeaseName, metav1.GetOptions{})
 		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
 			holder = *lease.Spec.HolderIdentity
 		}
-		var leading []*rehearsalPod
+		leading = leading[:0]
 		for _, p := range r.pods {
 			if !p.exited() && strings.HasPrefix(holder, p.spec.name+"_") && r.scrape(p).sum("kubebridge_leader") == 1 {
 				leading = append(leading, p)
 			}
 		}
-		if len(leading) == 1 {
-			leader = leading[0]
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Lease %s/%s holder %q; %d pods lead", cfg.LeaseNamespace, cfg.LeaseName, holder, len(leading))
-		}
+		return len(leading) == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("Lease %s/%s holder %q; %d pods lead", cfg.LeaseNamespace, cfg.LeaseName, holder, len(leading))
 	}
+	leader = leading[0]
 	for _, p := range r.pods {
 		if p == leader || p.exited() {
 			continue
@@ -163,14 +172,14 @@ func (r *rehearsal) checkStream(leader *rehearsalPod) {
 	cfg := leader.cfg
 	s, err := r.js.Stream(r.ctx, cfg.StreamName)
 	must(t, err)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		info, err := s.Info(r.ctx)
+	var behind []string
+	err = wait.PollUntilContextTimeout(r.ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		info, err := s.Info(ctx)
 		must(t, err)
 		if info.Config.Replicas != cfg.StreamReplicas || info.Cluster == nil || len(info.Cluster.Replicas)+1 != cfg.StreamReplicas {
 			t.Fatalf("stream %s: %d replicas configured, cluster %+v; want %d (BRIDGE_STREAM_REPLICAS)", cfg.StreamName, info.Config.Replicas, info.Cluster, cfg.StreamReplicas)
 		}
-		var behind []string
+		behind = behind[:0]
 		for _, p := range info.Cluster.Replicas {
 			if !p.Current {
 				behind = append(behind, p.Name)
@@ -178,12 +187,11 @@ func (r *rehearsal) checkStream(leader *rehearsalPod) {
 		}
 		if len(behind) == 0 {
 			t.Logf("stream %s: %d replicas, leader %s, %d messages", cfg.StreamName, info.Config.Replicas, info.Cluster.Leader, info.State.Msgs)
-			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stream %s: replicas on %v not current after a minute", cfg.StreamName, behind)
-		}
-		time.Sleep(250 * time.Millisecond)
+		return len(behind) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("stream %s: replicas on %v not current after a minute", cfg.StreamName, behind)
 	}
 }
 
@@ -255,21 +263,19 @@ func (r *rehearsal) waitChanges(ns, prefix string, want []expectedEvent) []repla
 	filter := prefix + ".*.*.*." + ns + ".*"
 	var msgs []replay.Message
 	var missing []string
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+	err := wait.PollUntilContextTimeout(r.ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		var err error
-		msgs, err = replay.ReadAll(r.ctx, r.js, cfg.StreamName, filter)
+		msgs, err = replay.ReadAll(ctx, r.js, cfg.StreamName, filter)
 		missing = nil
 		for _, c := range want {
 			if err != nil || !slices.ContainsFunc(msgs, func(m replay.Message) bool { return c.matches(m) }) {
 				missing = append(missing, fmt.Sprintf("%s %s (rv %q)", c.ceType, c.subject, c.rv))
 			}
 		}
-		if len(missing) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the stream %s has no %s:\n%s", cfg.StreamName, strings.Join(missing, ", "), describe(msgs))
-		}
+		return len(missing) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the stream %s has no %s:\n%s", cfg.StreamName, strings.Join(missing, ", "), describe(msgs))
 	}
 	for _, c := range want {
 		m := msgs[slices.IndexFunc(msgs, func(m replay.Message) bool { return c.matches(m) })]
@@ -328,23 +334,22 @@ func (r *rehearsal) checkTakeover(leader, standby *rehearsalPod, ns string) {
 
 // leaderWithin is leader with a longer wait.
 func (r *rehearsal) leaderWithin(timeout time.Duration) (*rehearsalPod, *rehearsalPod) {
-	deadline := time.Now().Add(timeout)
-	for {
-		holder, err := r.leaseHolder()
-		for _, p := range r.pods {
-			if !p.exited() && strings.HasPrefix(holder, p.spec.name+"_") {
-				return r.leader()
-			}
-		}
-		if r.ctx.Err() != nil {
-			// Every read fails from now on: say so, not "no holder".
-			r.t.Fatalf("the rehearsal's context ended while waiting for a running pod to hold the Lease: %v", err)
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("no running pod holds the Lease after %v (holder %q, last read error %v)", timeout, holder, err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var holder string
+	var last error
+	err := wait.PollUntilContextTimeout(r.ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		holder, last = r.leaseHolder()
+		return slices.ContainsFunc(r.pods, func(p *rehearsalPod) bool {
+			return !p.exited() && strings.HasPrefix(holder, p.spec.name+"_")
+		}), nil
+	})
+	switch {
+	case r.ctx.Err() != nil:
+		// Every read fails from now on: say so, not "no holder".
+		r.t.Fatalf("the rehearsal's context ended while waiting for a running pod to hold the Lease: %v (last read error %v)", err, last)
+	case err != nil:
+		r.t.Fatalf("no running pod holds the Lease after %v (holder %q, last read error %v)", timeout, holder, last)
 	}
+	return r.leader()
 }
 
 // leaseHolder is the Lease's holder identity: "" when it has none, or
@@ -396,22 +401,31 @@ configMapGenerator:
 	r.pods = append(r.pods, p)
 
 	var body string
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-		ok, code, b := p.check("readiness")
-		body = b
-		if !ok && code == http.StatusServiceUnavailable && strings.Contains(b, "secrets") {
-			break
+	var code int
+	err = wait.PollUntilContextTimeout(r.ctx, 500*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+		var ok bool
+		ok, code, body = p.check("readiness")
+		if !ok && code == http.StatusServiceUnavailable && strings.Contains(body, "secrets") {
+			return true, nil
 		}
-		if p.exited() || time.Now().After(deadline) {
-			t.Fatalf("%s: /readyz HTTP %d %q; want 503 naming secrets", p.spec.name, code, b)
+		if p.exited() {
+			return false, errors.New("the pod exited")
 		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: /readyz HTTP %d %q; want 503 naming secrets (%v)", p.spec.name, code, body, err)
 	}
-	// The kubelet would restart it only on failing liveness probes.
-	for range 10 {
+	// The kubelet would restart it only on failing liveness probes: they
+	// must hold for 10s, however often the informer retries meanwhile.
+	err = throughout(10*time.Second, time.Second, func() error {
 		if ok, code, b := p.check("liveness"); !ok || p.exited() {
-			t.Fatalf("%s: liveness HTTP %d %q (exited %v): the pod would be restarted", p.spec.name, code, b, p.exited())
+			return fmt.Errorf("%s: liveness HTTP %d %q (exited %v): the pod would be restarted", p.spec.name, code, b, p.exited())
 		}
-		time.Sleep(time.Second)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	// One line, however often the informer retried meanwhile.
 	var why []string

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -125,20 +127,22 @@ func (r *rollout) first(pod string) *replica {
 func (r *rollout) surge(pod string) *replica {
 	r.h.t.Helper()
 	p := &replica{pod: pod, b: r.h.launchBridge(r.h.electionVars(pod))}
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		code, _, err := p.b.get("/readyz")
-		if err == nil && code == http.StatusOK {
-			break
+	var code int
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, readyTimeout, true, func(context.Context) (bool, error) {
+		if code, _, last = p.b.get("/readyz"); last == nil && code == http.StatusOK {
+			return true, nil
 		}
 		if p.b.exited() {
 			p.b.stopped.Store(true)
-			r.h.t.Fatalf("%s exited (%v) before it was ready", p, p.b.state)
+			return false, fmt.Errorf("%s exited (%v) before it was ready", p, p.b.state)
 		}
-		if time.Now().After(deadline) {
-			r.h.t.Fatalf("%s is not ready after %v: /readyz %d %v", p, readyTimeout, code, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return false, nil
+	})
+	if wait.Interrupted(err) {
+		r.h.t.Fatalf("%s is not ready after %v: /readyz %d %v", p, readyTimeout, code, last)
+	} else if err != nil {
+		r.h.t.Fatal(err)
 	}
 	checkStandby(r.h.t, p.b)
 	r.running = append(r.running, p)
@@ -210,28 +214,29 @@ func (r *rollout) retire(old *replica, c *churn) {
 // waitLeader waits until one running replica publishes as the leader.
 func (r *rollout) waitLeader() *replica {
 	r.h.t.Helper()
-	deadline := time.Now().Add(2 * readyTimeout)
-	for {
-		var leaders []*replica
+	var leaders []*replica
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 2*readyTimeout, true, func(context.Context) (bool, error) {
+		leaders = leaders[:0]
 		for _, p := range r.running {
 			if strings.Contains(p.b.output(), "First event published as leader") {
 				leaders = append(leaders, p)
 			}
 			if p.b.exited() {
 				p.b.stopped.Store(true)
-				r.h.t.Fatalf("%s exited (%v) while waiting for a new leader", p, p.b.state)
+				return false, fmt.Errorf("%s exited (%v) while waiting for a new leader", p, p.b.state)
 			}
 		}
-		switch {
-		case len(leaders) == 1:
-			return leaders[0]
-		case len(leaders) > 1:
-			r.h.t.Fatalf("%d replicas lead at once: %v", len(leaders), leaders)
-		case time.Now().After(deadline):
-			r.h.t.Fatalf("no replica took over within %v", 2*readyTimeout)
+		if len(leaders) > 1 {
+			return false, fmt.Errorf("%d replicas lead at once: %v", len(leaders), leaders)
 		}
-		time.Sleep(50 * time.Millisecond)
+		return len(leaders) == 1, nil
+	})
+	if wait.Interrupted(err) {
+		r.h.t.Fatalf("no replica took over within %v", 2*readyTimeout)
+	} else if err != nil {
+		r.h.t.Fatal(err)
 	}
+	return leaders[0]
 }
 
 // checkLeaders: of the running replicas only the last leader leads, once,

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/kubebridge/kubebridge/internal/cli"
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/shard"
@@ -20,15 +22,13 @@ import (
 // out namespace ns.
 func waitSelectorWithout(t *testing.T, b *bridge, ns string) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		for _, line := range strings.Split(b.output(), "\n") {
-			if strings.Contains(line, selectorRebuiltLine) && strings.Contains(line, `"`+ns+`"`) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not log %q with namespace %s within 30s", b.name, selectorRebuiltLine, ns)
-		}
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return slices.ContainsFunc(strings.Split(b.output(), "\n"), func(line string) bool {
+			return strings.Contains(line, selectorRebuiltLine) && strings.Contains(line, `"`+ns+`"`)
+		}), nil
+	})
+	if err != nil {
+		t.Fatalf("%s did not log %q with namespace %s within 30s", b.name, selectorRebuiltLine, ns)
 	}
 }
 

@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // shardSet is N shards of bridges over a set of namespaces.
@@ -77,12 +79,9 @@ func (cs churns) ops() int64 {
 
 func (cs churns) waitOps(n int64, timeout time.Duration) bool {
 	target := cs.ops() + n
-	for deadline := time.Now().Add(timeout); cs.ops() < target; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return true
+	return wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return cs.ops() >= target, nil
+	}) == nil
 }
 
 func (cs churns) stop() []error {

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -161,10 +162,10 @@ func (h *harness) createManyWith(n int, name func(int) string, filler int) map[s
 }
 
 // TestPeriodicSnapshotsUnderChurn publishes a snapshot every second while
-// ~50 names are created, updated and deleted for 10 seconds: no
-// resourceVersion may go back, no snapshot may sweep anything (no change
-// was lost), and once the churn stops the replayed state is the
-// apiserver's.
+// ~50 names are created, updated and deleted for up to 10 seconds (until
+// six snapshots completed): no resourceVersion may go back, no snapshot
+// may sweep anything (no change was lost), and once the churn stops the
+// replayed state is the apiserver's.
 func TestPeriodicSnapshotsUnderChurn(t *testing.T) {
 	h := newHarness(t)
 	typ := h.cmType()
@@ -173,14 +174,26 @@ func TestPeriodicSnapshotsUnderChurn(t *testing.T) {
 	}
 	h.startBridge(map[string]string{"BRIDGE_RESOURCES": "configmaps", "BRIDGE_RESYNC_PERIOD": "1s"})
 
+	// The churn lasts until it has made 200 changes and six snapshots
+	// completed, at most 10s: periodic snapshots every second overlap it.
 	c := startChurn(h.cs, h.ns, 50, 5*time.Millisecond, 1)
-	time.Sleep(10 * time.Second) // the churn's duration
+	began, completed := time.Now(), 0
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		msgs, err := h.read()
+		if err != nil {
+			return false, nil
+		}
+		if st, err := h.tryApply(msgs); err == nil {
+			completed = st.Snapshots[typ]
+		}
+		return c.ops() >= 200 && completed >= 6, nil
+	})
 	if errs := c.stop(); len(errs) > 0 {
 		t.Fatalf("churn: %d errors, first: %v", len(errs), errs[0])
 	}
-	t.Logf("churn: %v", c)
-	if c.ops() < 200 {
-		t.Errorf("only %d changes in 10s of churn", c.ops())
+	t.Logf("churn for %v: %v", time.Since(began).Round(time.Millisecond), c)
+	if err != nil {
+		t.Errorf("within 10s of churn: %d changes (want 200) and %d snapshots completed (want 6, BRIDGE_RESYNC_PERIOD=1s)", c.ops(), completed)
 	}
 
 	// Wait for two more completed snapshots, so that at least one began
@@ -199,7 +212,7 @@ func TestPeriodicSnapshotsUnderChurn(t *testing.T) {
 		len(ofType(msgs, contract.TypeSnapshotItem, "")), len(ofType(msgs, contract.TypeAdded, "")),
 		len(ofType(msgs, contract.TypeUpdated, "")), len(ofType(msgs, contract.TypeDeleted, "")))
 	if after < 6 {
-		t.Errorf("only %d snapshots completed by the end of 10s of churn with BRIDGE_RESYNC_PERIOD=1s", after)
+		t.Errorf("only %d snapshots completed by the end of the churn with BRIDGE_RESYNC_PERIOD=1s", after)
 	}
 	checkNoRegressions(t, st)
 	if n := checkSweeps(t, msgs, st); n > 0 {
@@ -228,7 +241,10 @@ func TestSnapshotsUnderHotUpdates(t *testing.T) {
 	}
 	h.startBridge(map[string]string{"BRIDGE_RESOURCES": "configmaps", "BRIDGE_RESYNC_PERIOD": "10ms"})
 
-	end := time.Now().Add(10 * time.Second)
+	// The writers run for 10s, the length of the race under test; a
+	// request in flight at the end is waited for, not cancelled.
+	writing, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	updates := 0
@@ -237,7 +253,7 @@ func TestSnapshotsUnderHotUpdates(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; time.Now().Before(end); i++ {
+			for i := 0; writing.Err() == nil; i++ {
 				name := names[(w+i)%len(names)]
 				// No resourceVersion: an unconditional update, so writers
 				// never conflict.
@@ -262,7 +278,7 @@ func TestSnapshotsUnderHotUpdates(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			name := fmt.Sprintf("hot-del-%d", w)
-			for i := 0; time.Now().Before(end); i++ {
+			for i := 0; writing.Err() == nil; i++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				_, err := h.cs.CoreV1().ConfigMaps(h.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"i": fmt.Sprint(i)}}, metav1.CreateOptions{})
 				if err == nil {

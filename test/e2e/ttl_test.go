@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
@@ -87,19 +89,17 @@ func TestTombstoneTTL(t *testing.T) {
 	}
 	// Wait until every delete expired: their subjects are empty.
 	var left []string
-	for deadline := time.Now().Add(convergeTimeout); ; time.Sleep(200 * time.Millisecond) {
+	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, convergeTimeout, true, func(context.Context) (bool, error) {
 		left = left[:0]
 		for subj := range gone {
 			if m := h.lastMsg(subj); m != nil {
 				left = append(left, fmt.Sprintf("%s: %s rv %s", subj, m.Header.Get("ce-type"), m.Header.Get("ce-"+contract.ExtResourceVersion)))
 			}
 		}
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d subjects of deleted objects still hold a message %v after their 3s TTL: %q", len(left), convergeTimeout, left)
-		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("%d subjects of deleted objects still hold a message %v after their 3s TTL: %q", len(left), convergeTimeout, left)
 	}
 	counts := h.subjectCounts()
 	for subj := range gone {
