@@ -33,7 +33,7 @@ func startProcess(name, bin, logPath string, args []string) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close() // the child keeps its own copy of the descriptor
+	defer func() { _ = f.Close() }() // the child keeps its own copy of the descriptor
 	fmt.Fprintf(f, "\n==== testenv: %s starting %s %s\n", time.Now().Format(time.RFC3339Nano), bin, strings.Join(args, " "))
 
 	cmd := exec.Command(bin, args...)

@@ -46,7 +46,7 @@ func startBridge(o options, kubeconfig, natsURL, logPath string) (*bridgeProc, e
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // the child keeps its own descriptor and writes the log
 	cmd := exec.Command(o.bridge)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = f, f
