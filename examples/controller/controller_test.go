@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
@@ -109,14 +110,13 @@ func TestControllerOnBothSources(t *testing.T) {
 		want[cache.ObjectName{Namespace: cm.Namespace, Name: cm.Name}] = cm.ResourceVersion
 	}
 
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		api, overNATS := controllers["apiserver"].Reconciled(), controllers["nats"].Reconciled()
-		if maps.Equal(api, want) && maps.Equal(overNATS, want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 90s the controller on the apiserver reconciled %v,\nover NATS %v,\nwant %v", api, overNATS, want)
-		}
+	var api, overNATS map[cache.ObjectName]string
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+		api, overNATS = controllers["apiserver"].Reconciled(), controllers["nats"].Reconciled()
+		return maps.Equal(api, want) && maps.Equal(overNATS, want), nil
+	})
+	if err != nil {
+		t.Fatalf("after 90s the controller on the apiserver reconciled %v,\nover NATS %v,\nwant %v", api, overNATS, want)
 	}
 }
 
