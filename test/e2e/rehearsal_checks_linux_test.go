@@ -466,9 +466,3 @@ func webDeployment() *appsv1.Deployment {
 		},
 	}
 }
-
-func must(t interface{ Fatal(...any) }, err error) {
-	if err != nil {
-		t.Fatal(err)
-	}
-}
