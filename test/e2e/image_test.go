@@ -57,6 +57,9 @@ func TestImage(t *testing.T) {
 	first := theImage(t)
 	version := strings.TrimSpace(mustMake(t, "-s", "version"))
 	revision := gitOutput(t, "rev-parse", "HEAD")
+	if first.head != revision {
+		t.Fatalf("HEAD moved from %s to %s while the tests ran: the shared image is of another commit (commit while no test runs)", first.head, revision)
+	}
 	commitTime, err := strconv.ParseInt(gitOutput(t, "log", "-1", "--format=%ct"), 10, 64)
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ type imageBuild struct {
 	tarball string // IMAGE_TAR
 	image   *image.Layout
 	took    time.Duration
+	head    string        // the commit checked out when it began
 	read    platformFiles // what TestImage and the rehearsals read of it
 }
 
@@ -121,13 +122,21 @@ func runSelectsAny(names []string) bool {
 // dir, as a user would (only the output paths differ); niced if nice.
 func makeImage(ctx context.Context, dir string, nice bool) (*imageBuild, error) {
 	b := &imageBuild{layout: filepath.Join(dir, "image"), tarball: filepath.Join(dir, "image.tar")}
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	head, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return nil, fmt.Errorf("git rev-parse HEAD: %w", err)
+	}
+	b.head = strings.TrimSpace(string(head))
 	start := time.Now()
 	args := []string{"image", "IMAGE_DIR=" + b.layout, "IMAGE_TAR=" + b.tarball, "IMAGE_BIN_DIR=" + filepath.Join(dir, "platforms")}
 	if _, err := runMakeIn(ctx, imageBuildTimeout, nice, nil, args...); err != nil {
 		return nil, err
 	}
 	b.took = time.Since(start)
-	var err error
 	if b.image, err = image.OpenLayout(b.layout); err != nil {
 		return nil, err
 	}
