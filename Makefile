@@ -54,14 +54,18 @@ kube-bins: ## Build (or reuse) kube-apiserver, etcd and etcdctl for the end-to-e
 	@bash hack/build-kube-bins.sh >/dev/null
 
 # make test: everything, with the race detector; the real control plane is
-# required (a missing binary fails instead of skipping).
+# required (a missing binary fails instead of skipping). go test builds and
+# starts packages in the order given: the longest (test/e2e, then
+# pkg/consume) go first, so that the others are built and run beside them
+# instead of before them.
+TEST_FIRST := $(if $(filter ./...,$(PKGS)),./test/e2e ./pkg/consume)
 test: ## Run unit, integration and end-to-end tests, and the monitoring rules' (builds the control plane once, ~10 min cold)
 	@set -e; bins=$$(bash hack/build-kube-bins.sh); \
 	  echo "control-plane binaries: $$bins"; \
 	  export KUBEBRIDGE_KUBE_BINS=$$bins KUBEBRIDGE_REQUIRE_E2E=1; \
 	  mon=$$(mktemp); \
 	  (cd deploy/monitoring && $(GO) test -count=1 -timeout 15m ./... >$$mon 2>&1; echo $$? >>$$mon) & \
-	  set +e; $(GO) test -race -count=1 -timeout 30m $(PKGS); main=$$?; wait; \
+	  set +e; $(GO) test -race -count=1 -timeout 30m $(TEST_FIRST) $(PKGS); main=$$?; wait; \
 	  echo "== deploy/monitoring (a module of its own, run beside the main one):"; head -n -1 $$mon; \
 	  monrc=$$(tail -n 1 $$mon); rm -f $$mon; test $$main = 0 && test $$monrc = 0
 

@@ -27,11 +27,15 @@ var (
 // the same package are unaffected; with $KUBEBRIDGE_REQUIRE_E2E=1 the run
 // fails instead. When tests fail, the component logs are kept and their
 // location is printed.
-func Main(m *testing.M, opts Options) {
+func Main(m Tests, opts Options) {
 	os.Exit(run(m, opts))
 }
 
-func run(m *testing.M, opts Options) int {
+// Tests are what Main runs: a *testing.M, or one wrapped to do more
+// around its Run.
+type Tests interface{ Run() int }
+
+func run(m Tests, opts Options) int {
 	if !flag.Parsed() {
 		flag.Parse()
 	}

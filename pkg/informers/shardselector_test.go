@@ -92,7 +92,7 @@ func TestShardSelectorSetRestartsWatches(t *testing.T) {
 		return inf.LastSyncResourceVersion() == "11", nil
 	})
 	if err != nil {
-		t.Fatalf("the informer synced up to rv %q within 10s, want 11", inf.LastSyncResourceVersion())
+		t.Fatalf("the informer synced up to rv %q within 10s, want \"11\"", inf.LastSyncResourceVersion())
 	}
 
 	if sel.Set("old") {

@@ -55,7 +55,7 @@ func TestPublisherNoHeadOfLineBlocking(t *testing.T) {
 	if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 		return p.InFlight() == 3, nil
 	}); err != nil {
-		t.Fatalf("gave up waiting for 20s until InFlight counts A's publish and the two parked behind it")
+		t.Fatalf("gave up waiting for 20s until InFlight counts A's publish and the two parked behind it: InFlight %d, want 3", p.InFlight())
 	}
 	if n := fs.attemptsOf("A1") + fs.attemptsOf("A2"); n != 0 {
 		t.Errorf("A1 and A2 attempted %d times while A0 was in flight", n)
@@ -105,7 +105,7 @@ func TestPublisherShutdownGivesUpParked(t *testing.T) {
 	if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 		return done.ackedNil("B0") && p.InFlight() == 3, nil
 	}); err != nil {
-		t.Fatalf("gave up waiting for 20s until B0 acknowledged and A's three messages pending")
+		t.Fatalf("gave up waiting for 20s until B0 acknowledged and A's three messages pending: B0 acknowledged %v, InFlight %d", done.ackedNil("B0"), p.InFlight())
 	}
 	cancel()
 	if err := <-ran; !errors.Is(err, context.Canceled) {

@@ -62,7 +62,7 @@ func TestWaitForStreamWaitsUntilJetStreamIsEnabled(t *testing.T) {
 	if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 		return len(attempts.get()) >= 3, nil
 	}); err != nil {
-		t.Fatalf("gave up waiting for 20s until three attempts have failed")
+		t.Fatalf("gave up waiting for 20s until three attempts have failed: %d did", len(attempts.get()))
 	}
 	select {
 	case r := <-done:

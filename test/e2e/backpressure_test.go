@@ -109,17 +109,18 @@ func TestSnapshotWithChurn(t *testing.T) {
 	}
 }
 
-// TestNATSOutage stops NATS for 60 seconds while about 200 ConfigMaps keep
-// changing, thousands of times, with a publish window of 4 and a byte
-// budget of 256 KiB: far more changes than can be held as encoded
-// messages. No change may be lost and no snapshot may be needed to
+// TestNATSOutage stops NATS while about 200 ConfigMaps keep changing,
+// until they have changed a thousand times and for at least 20 seconds,
+// with a publish window of 4 and a byte budget of 256 KiB: far more
+// changes than can be held as encoded messages, over several retries at
+// the longest backoff. No change may be lost and no snapshot may be needed to
 // recover: pending changes of one object merge (the coalesced extension),
 // every observed change is accounted for, the stream holds only the
 // start-up snapshot, the replayed state equals the apiserver's list, no
 // uid's resourceVersion goes back and no event is stored twice.
 func TestNATSOutage(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the outage lasts 60s")
+		t.Skip("the outage lasts 20s or more")
 	}
 	const names = 200
 	env := testenv.Get(t)
@@ -143,15 +144,23 @@ func TestNATSOutage(t *testing.T) {
 	if !c.waitOps(50, time.Minute) {
 		t.Fatalf("churn stalled: %v", c)
 	}
-	before := c.ops()
+	before, stopped := c.ops(), time.Now()
 	env.StopNATS()
 	t.Log("NATS stopped")
-	time.Sleep(60 * time.Second) // the outage
+	// The outage lasts until the churn has made 1,000 changes, several
+	// times what the bridge may hold (checked below), and at least 20s:
+	// failed publishes back off from 100ms to BRIDGE_PUBLISH_MAX_BACKOFF
+	// (5s) in about 6s and then retry at that longest wait, again and
+	// again. The floor is the behaviour under test, not a wait for a
+	// condition.
+	c.waitOps(1000, time.Minute)
+	time.Sleep(time.Until(stopped.Add(20 * time.Second)))
 	during := c.ops() - before
 	if err := env.StartNATS(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("NATS started again; %d changes during the outage", during)
+	outage := time.Since(stopped).Round(time.Second)
+	t.Logf("NATS started again after %v; %d changes during the outage", outage, during)
 	if !c.waitOps(100, time.Minute) {
 		t.Fatalf("churn stalled: %v", c)
 	}
@@ -206,8 +215,8 @@ func TestNATSOutage(t *testing.T) {
 	t.Logf("%d messages: %d live events, %d of them coalesced (up to %d changes in one), standing for %d changes; %d changes made by the churn",
 		len(msgs), len(live), coalesced, maxN, st.Changes[typ], c.ops())
 	if coalesced == 0 || acct.coalesced == 0 {
-		t.Errorf("%d changes during a 60s outage, yet %d events carry the coalesced extension and kubebridge_changes_coalesced_total is %v: the changes that did not fit were not merged",
-			during, coalesced, acct.coalesced)
+		t.Errorf("%d changes during a %v outage, yet %d events carry the coalesced extension and kubebridge_changes_coalesced_total is %v: the changes that did not fit were not merged",
+			during, outage, coalesced, acct.coalesced)
 	}
 	for _, want := range []string{"Disconnected from NATS", "Reconnected to NATS"} {
 		if b.countLog(want) == 0 {

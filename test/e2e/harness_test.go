@@ -964,3 +964,10 @@ func rawContains(msgs []replay.Message, needle []byte) []string {
 	}
 	return where
 }
+
+// must fails t on err.
+func must(t interface{ Fatal(...any) }, err error) {
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,11 +1,11 @@
 package e2e
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"debug/buildinfo"
 	"debug/elf"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,74 +24,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/image"
 	"github.com/kubebridge/kubebridge/internal/image/imagetest"
-	"github.com/kubebridge/kubebridge/internal/testenv"
 )
-
-// imageBuildTimeout bounds one make image: cold, it compiles every
-// dependency for two platforms.
-const imageBuildTimeout = 20 * time.Minute
-
-// imageBuild is one run of make image into a directory of its own.
-type imageBuild struct {
-	layout  string // the OCI image layout (IMAGE_DIR)
-	tarball string // IMAGE_TAR
-	image   *image.Layout
-	took    time.Duration
-}
-
-// sharedImage is the first make image of the test binary, which TestImage
-// and the deployment rehearsal both use; it lives in the environment's
-// directory.
-var sharedImage struct {
-	once  sync.Once
-	build *imageBuild
-	err   error
-}
-
-// theImage returns the shared build, making it on first use.
-func theImage(t *testing.T) *imageBuild {
-	t.Helper()
-	env := testenv.Get(t)
-	sharedImage.once.Do(func() {
-		sharedImage.build, sharedImage.err = makeImage(t, filepath.Join(env.Dir(), "image-1"))
-	})
-	if sharedImage.err != nil {
-		t.Fatal(sharedImage.err)
-	}
-	return sharedImage.build
-}
-
-// makeImage runs make image in the module root, with every output under
-// dir, as a user would (only the output paths differ).
-func makeImage(t *testing.T, dir string) (*imageBuild, error) {
-	b := &imageBuild{layout: filepath.Join(dir, "image"), tarball: filepath.Join(dir, "image.tar")}
-	start := time.Now()
-	if _, err := runMake(t, imageBuildTimeout, nil, "image", "IMAGE_DIR="+b.layout, "IMAGE_TAR="+b.tarball, "IMAGE_BIN_DIR="+filepath.Join(dir, "platforms")); err != nil {
-		return nil, err
-	}
-	b.took = time.Since(start)
-	var err error
-	if b.image, err = image.OpenLayout(b.layout); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
-// runMake runs make with args in the module root and returns its standard
-// output. env, if set, is added to this process's environment.
-func runMake(t *testing.T, timeout time.Duration, env []string, args ...string) (string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "make", append([]string{"--no-print-directory", "-C", deployModuleRoot(t)}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("make %s: %w\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String(), nil
-}
 
 // gitOutput runs git in the module root.
 func gitOutput(t *testing.T, args ...string) string {
@@ -125,6 +57,9 @@ func TestImage(t *testing.T) {
 	first := theImage(t)
 	version := strings.TrimSpace(mustMake(t, "-s", "version"))
 	revision := gitOutput(t, "rev-parse", "HEAD")
+	if first.head != revision {
+		t.Fatalf("HEAD moved from %s to %s while the tests ran: the shared image is of another commit (commit while no test runs)", first.head, revision)
+	}
 	commitTime, err := strconv.ParseInt(gitOutput(t, "log", "-1", "--format=%ct"), 10, 64)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +94,7 @@ func TestImage(t *testing.T) {
 	var hostBridge []byte
 	for i, img := range images {
 		p := platforms[i]
-		bridge := checkPlatformImage(t, p, img, want, version)
+		bridge := checkPlatformImage(t, first, p, img, want, version)
 		if p.OS == "linux" && p.Architecture == runtime.GOARCH {
 			hostBridge = bridge
 		}
@@ -178,7 +113,7 @@ func TestImage(t *testing.T) {
 	}
 
 	// Reproducible: a second build of this commit.
-	second, err := makeImage(t, filepath.Join(dir, "image-2"))
+	second, err := makeImage(context.Background(), filepath.Join(dir, "image-2"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +131,7 @@ func TestImage(t *testing.T) {
 }
 
 // checkPlatformImage checks one platform's image and returns its /bridge.
-func checkPlatformImage(t *testing.T, p v1.Platform, img v1.Image, want map[string]string, version string) []byte {
+func checkPlatformImage(t *testing.T, b *imageBuild, p v1.Platform, img v1.Image, want map[string]string, version string) []byte {
 	t.Helper()
 	m, err := img.Manifest()
 	if err != nil {
@@ -217,13 +152,13 @@ func checkPlatformImage(t *testing.T, p v1.Platform, img v1.Image, want map[stri
 	if !slices.Equal(cf.Config.Entrypoint, []string{"/bridge"}) || len(cf.Config.Cmd) > 0 {
 		t.Errorf("%s: entrypoint %q, cmd %q; want entrypoint [/bridge] and no cmd", p, cf.Config.Entrypoint, cf.Config.Cmd)
 	}
-	entries, err := image.Entries(img)
+	entries, err := b.files(p, img)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var files []string
 	for _, e := range entries {
-		h := e.Header
+		h := e.header
 		files = append(files, "/"+h.Name)
 		if h.Typeflag != '0' || h.Uid != 0 || h.Gid != 0 || h.Mode&0o022 != 0 {
 			t.Errorf("%s: /%s: type %q, owner %d:%d, mode %o; want a regular file of root that only root may change", p, h.Name, h.Typeflag, h.Uid, h.Gid, h.Mode)
@@ -242,11 +177,12 @@ func checkPlatformImage(t *testing.T, p v1.Platform, img v1.Image, want map[stri
 	}
 	var bridge []byte
 	for _, f := range []string{"/bridge", "/kubebridge"} {
-		data, err := image.ReadFile(img, f)
-		if err != nil {
-			t.Errorf("%s: %v", p, err)
+		i := slices.IndexFunc(entries, func(e imageFile) bool { return "/"+e.header.Name == f && e.header.Typeflag == tar.TypeReg })
+		if i < 0 {
+			t.Errorf("%s: %s: no such file in the image", p, f)
 			continue
 		}
+		data := entries[i].data
 		checkStaticBinary(t, p, f, data, version)
 		if f == "/bridge" {
 			bridge = data

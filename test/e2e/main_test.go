@@ -16,7 +16,7 @@ import (
 var bridgeBin, natsServerBin string
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{
+	testenv.Main(afterTests{m, stopSharedImage}, testenv.Options{
 		// Building the bridge counts against this too.
 		StartTimeout: 10 * time.Minute,
 		Setup: func(ctx context.Context, env *testenv.Env) error {
@@ -27,10 +27,24 @@ func TestMain(m *testing.M) {
 				return err
 			}
 			bridgeBin = bin
-			natsServerBin, err = testenv.BuildNATSServer(ctx, env.Dir())
-			return err
+			if natsServerBin, err = testenv.BuildNATSServer(ctx, env.Dir()); err != nil {
+				return err
+			}
+			startSharedImage(env)
+			return nil
 		},
 	})
+}
+
+// afterTests runs the tests, then after.
+type afterTests struct {
+	m     *testing.M
+	after func()
+}
+
+func (a afterTests) Run() int {
+	defer a.after()
+	return a.m.Run()
 }
 
 // buildBridge builds ./cmd/bridge into dir, with -race when the tests run

@@ -173,8 +173,8 @@ func (r *rehearsal) checkStream(leader *rehearsalPod) {
 	s, err := r.js.Stream(r.ctx, cfg.StreamName)
 	must(t, err)
 	var behind []string
-	err = wait.PollUntilContextTimeout(r.ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		info, err := s.Info(ctx)
+	err = wait.PollUntilContextTimeout(r.ctx, 250*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		info, err := s.Info(r.ctx)
 		must(t, err)
 		if info.Config.Replicas != cfg.StreamReplicas || info.Cluster == nil || len(info.Cluster.Replicas)+1 != cfg.StreamReplicas {
 			t.Fatalf("stream %s: %d replicas configured, cluster %+v; want %d (BRIDGE_STREAM_REPLICAS)", cfg.StreamName, info.Config.Replicas, info.Cluster, cfg.StreamReplicas)
@@ -464,11 +464,5 @@ func webDeployment() *appsv1.Deployment {
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
 			},
 		},
-	}
-}
-
-func must(t interface{ Fatal(...any) }, err error) {
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"archive/tar"
 	"context"
 	"fmt"
 	"os"
@@ -216,19 +217,15 @@ func hostImage(t *testing.T, b *imageBuild) (string, *v1.ConfigFile) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := image.Entries(images[i])
+	files, err := b.files(platforms[i], images[i])
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range entries {
-		if strings.Contains(e.Header.Name, "/") {
-			t.Fatalf("the rehearsal unpacks files at the image's root only, not %s", e.Header.Name)
+	for _, f := range files {
+		if strings.Contains(f.header.Name, "/") || f.header.Typeflag != tar.TypeReg {
+			t.Fatalf("the rehearsal unpacks regular files at the image's root only, not %s (type %q)", f.header.Name, f.header.Typeflag)
 		}
-		data, err := image.ReadFile(images[i], "/"+e.Header.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Header.Name), data, os.FileMode(e.Header.Mode)); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, f.header.Name), f.data, os.FileMode(f.header.Mode)); err != nil {
 			t.Fatal(err)
 		}
 	}
