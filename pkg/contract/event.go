@@ -41,6 +41,13 @@ const (
 	ExtScopeNamespaces = "scopenamespaces"
 	ExtScopeLabels     = "scopelabels"
 	ExtScopeFields     = "scopefields"
+	// ExtScopeMatch and ExtScopeIgnoreFields, on a snapshot begin marker,
+	// are the type's rules that shape the stream's state: the CEL
+	// expression an object must match to be published, and the paths
+	// removed from every published object, as compact JSON
+	// ([["status"],["metadata","annotations","a"]]). Absent means none.
+	ExtScopeMatch        = "scopematch"
+	ExtScopeIgnoreFields = "scopeignorefields"
 	// ExtTerm is the stream sequence of the term marker of the bridge that
 	// wrote the event, in decimal (a string: sequences outgrow the
 	// CloudEvents integer).
