@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubebridge/kubebridge/internal/rules"
 )
 
 // ResourceSpec is one entry of BRIDGE_RESOURCES: a resource type as kubectl
@@ -20,6 +22,10 @@ type ResourceSpec struct {
 	Namespaces    []string
 	LabelSelector string
 	FieldSelector string
+	// Rules are the entry's publishing rules (configuration file only),
+	// and Compiled their compiled form: nil when the entry has none.
+	Rules    rules.Spec
+	Compiled *rules.Rules
 }
 
 // Resources is the parsed BRIDGE_RESOURCES.
