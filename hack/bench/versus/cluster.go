@@ -213,10 +213,14 @@ func (b *bench) clusterPlan(seq int) clusterPlan {
 }
 
 // meaningful is how many of the plan's changes are.
-func (cp clusterPlan) meaningful() int {
+func (cp clusterPlan) meaningful() int { return cp.meaningfulOf(true) + cp.meaningfulOf(false) }
+
+// meaningfulOf is how many of the plan's changes to Pods, or to
+// ConfigMaps, are.
+func (cp clusterPlan) meaningfulOf(pods bool) int {
 	n := 0
 	for k, c := range cp.kinds {
-		if clusterKind(k).meaningful() {
+		if kind := clusterKind(k); kind.meaningful() && kind.pod() == pods {
 			n += c
 		}
 	}

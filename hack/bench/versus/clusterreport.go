@@ -21,10 +21,10 @@ func printCluster(w io.Writer, b *bench, runs []run) {
 		return
 	}
 	k := cp.kinds
-	fmt.Fprintf(w, "\nThe cluster mix: %d changes to %d Pods and %d ConfigMaps: %d Pod status patches, %d Pod and %d ConfigMap heartbeats; %d meaningful: %d images, %d Pod labels, %d ConfigMap data, %d ConfigMap labels (each run's own draw; the first run's).\n\n",
+	fmt.Fprintf(w, "\nThe cluster mix: %d changes to %d Pods and %d ConfigMaps: %d Pod status patches, %d Pod and %d ConfigMap heartbeats; %d meaningful: %d images, %d Pod labels, %d ConfigMap data, %d ConfigMap labels (the first run's draw; each run draws its own).\n\n",
 		b.churn.mix.cluster, b.pods, b.objects, k[podStatus], k[podHeartbeat], k[cmHeartbeat], cp.meaningful(), k[podImage], k[podLabel], k[cmData], k[cmLabel])
-	fmt.Fprintln(w, "| mode | events published | per 1,000 changes | updated events: Pods / ConfigMaps | events/s | stream KiB/s | payload KiB/s | mean updated event B: Pods / ConfigMaps | CPU ms per 1,000 changes | ÷ without rules: events / stream bytes / CPU |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| mode | events published | per 1,000 changes | meaningful changes: Pods / ConfigMaps | updated events: Pods / ConfigMaps | events/s | stream KiB/s | payload KiB/s | mean updated event B: Pods / ConfigMaps | CPU ms per 1,000 changes | ÷ without rules: events / stream bytes / CPU |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, rn := range runs {
 		f, ok := clusterFigures(rn, b.churn.mix)
 		if !ok {
@@ -36,8 +36,9 @@ func printCluster(w io.Writer, b *bench, runs []run) {
 			ratios = fmt.Sprintf("%.3f / %.3f / %.2f", f.events/none.events, f.bytes/none.bytes, f.cpu/none.cpu)
 		}
 		pods, cms := rn.stream.ByKind["Pod"], rn.stream.ByKind["ConfigMap"]
-		fmt.Fprintf(w, "| %s | %.0f | %.0f | %d / %d | %.0f | %.1f | %.1f | %s / %s | %.1f | %s |\n", rn.m.label, f.events, f.events/float64(b.churn.mix.total())*1000,
-			pods.Events, cms.Events, f.events/f.secs, f.bytes/f.secs/1024, f.payload/f.secs/1024, meanBytes(pods), meanBytes(cms), f.cpu, ratios)
+		mp, mc := rn.cluster.meaningfulOf(true), rn.cluster.meaningfulOf(false)
+		fmt.Fprintf(w, "| %s | %.0f | %.0f | %d / %d | %d / %d | %.0f | %.1f | %.1f | %s / %s | %.1f | %s |\n", rn.m.label, f.events, f.events/float64(b.churn.mix.total())*1000,
+			mp, mc, pods.Events, cms.Events, f.events/f.secs, f.bytes/f.secs/1024, f.payload/f.secs/1024, meanBytes(pods), meanBytes(cms), f.cpu, ratios)
 	}
 }
 
@@ -50,7 +51,7 @@ type figures struct {
 // over the churn, the updated events' payload, the churn's time, and CPU
 // ms per 1,000 changes; false for a run without a stream.
 func clusterFigures(rn run, mix churnMix) (figures, bool) {
-	if rn.stream == nil || rn.readyStream == nil || rn.load == nil || rn.churn == nil {
+	if rn.stream == nil || rn.readyStream == nil || rn.load == nil || rn.churn == nil || rn.cluster == nil {
 		return figures{}, false
 	}
 	return figures{

@@ -16,6 +16,7 @@ func clusterRun(m mode, events, bytes uint64, cpu float64) run {
 		ByKind: map[string]kindCount{"Pod": {Events: 2, Bytes: 3000}}}
 	rn.load = &churnStats{Duration: 10 * time.Second}
 	rn.cluster = &clusterPlan{}
+	rn.cluster.kinds[podImage], rn.cluster.kinds[podLabel], rn.cluster.kinds[cmData], rn.cluster.kinds[podStatus] = 3, 4, 5, 100
 	return rn
 }
 
@@ -30,11 +31,11 @@ func TestClusterComparesWithTheMeanOfTheRunsWithoutRules(t *testing.T) {
 	var out strings.Builder
 	printCluster(&out, b, runs)
 	for _, want := range []string{
-		"| none | 1000 | 500 | 2 / 0 | 100 | 195.3 | 97.7 | 1500 / – | 500.0 | 0.500 / 0.500 / 0.50 |",
-		"| rules | 100 | 50 | 2 / 0 | 10 | 9.8 | 4.9 | 1500 / – | 250.0 | 0.050 / 0.025 / 0.25 |",
-		"| none | 3000 | 1500 | 2 / 0 | 300 | 585.9 | 293.0 | 1500 / – | 1500.0 | 1.500 / 1.500 / 1.50 |",
+		"| none | 1000 | 500 | 7 / 5 | 2 / 0 | 100 | 195.3 | 97.7 | 1500 / – | 500.0 | 0.500 / 0.500 / 0.50 |",
+		"| rules | 100 | 50 | 7 / 5 | 2 / 0 | 10 | 9.8 | 4.9 | 1500 / – | 250.0 | 0.050 / 0.025 / 0.25 |",
+		"| none | 3000 | 1500 | 7 / 5 | 2 / 0 | 300 | 585.9 | 293.0 | 1500 / – | 1500.0 | 1.500 / 1.500 / 1.50 |",
 		// Its mode's only run: compared with itself.
-		"| other | 10 | 5 | 2 / 0 | 1 | 0.0 | 0.0 | 1500 / – | 500.0 | 1.000 / 1.000 / 1.00 |",
+		"| other | 10 | 5 | 7 / 5 | 2 / 0 | 1 | 0.0 | 0.0 | 1500 / – | 500.0 | 1.000 / 1.000 / 1.00 |",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("missing %q in\n%s", want, out.String())
