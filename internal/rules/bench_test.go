@@ -84,3 +84,21 @@ func BenchmarkToUnstructuredPod(b *testing.B) {
 		}
 	}
 }
+
+// The goal for the predicate is at most 5 allocations; it makes
+// none.
+func TestWhenSpecChangedAllocations(t *testing.T) {
+	r, err := rules.Compile(rules.Spec{OldObject: true, When: "object.spec != oldObject.spec"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, old := statusUpdate(t)
+	allocs := testing.AllocsPerRun(100, func() {
+		if ok, err := r.Publishes(obj, old); ok || err != nil {
+			t.Fatalf("Publishes = %v, %v; want false, nil", ok, err)
+		}
+	})
+	if allocs > 5 {
+		t.Errorf("%v allocations per evaluation, want at most 5", allocs)
+	}
+}
