@@ -81,7 +81,7 @@ func compileWith(a types.Adapter, field, expr string, o options, vars ...string)
 	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) {
 		msg := fmt.Sprintf("the result is %s, want bool", t)
 		if t.IsExactType(cel.DynType) {
-			msg += ": compare it, e.g. (" + expr + ") == true"
+			msg += ": a value of the object is dyn, compare it (object.spec.paused == true)"
 		}
 		return nil, &FieldError{Field: field, Line: 1, Column: 1, Msg: msg}
 	}

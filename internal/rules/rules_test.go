@@ -40,7 +40,7 @@ func TestCompileErrors(t *testing.T) {
 		{"oldObject in match", rules.Spec{OldObject: true, Match: "object.spec == oldObject.spec"}, []string{"match: 1:16: undeclared reference to 'oldObject'"}},
 		{"string result", rules.Spec{OldObject: true, Match: "object.metadata.name + 'x' == 'y' ? 'a' : 'b'"}, []string{"match: 1:1: the result is string, want bool"}},
 		{"int result", rules.Spec{OldObject: true, When: "size(object.spec)"}, []string{"when: 1:1: the result is int, want bool"}},
-		{"dyn result", rules.Spec{OldObject: true, Match: "object.spec.paused"}, []string{"match: 1:1: the result is dyn, want bool: compare it, e.g. (object.spec.paused) == true"}},
+		{"dyn result", rules.Spec{OldObject: true, Match: "object.spec.paused"}, []string{"match: 1:1: the result is dyn, want bool: a value of the object is dyn, compare it (object.spec.paused == true)"}},
 		{"unknown function", rules.Spec{OldObject: true, Match: "object.metadata.name.frobnicate()"}, []string{"match: 1:32: undeclared reference to 'frobnicate'"}},
 		{"oldObject false without patch", rules.Spec{OldObject: false}, []string{"oldObject: false needs patch: true"}},
 		{"empty path", rules.Spec{OldObject: true, IgnoreFields: [][]string{{"status"}, {}}}, []string{"ignoreFields[1]: empty path"}},
