@@ -1,6 +1,10 @@
 package rules
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Project removes the ignored fields from obj in place. A path whose keys
 // are not all there, or that leads through something other than a map,
@@ -25,23 +29,43 @@ func remove(m map[string]any, path []string) {
 	delete(m, path[len(path)-1])
 }
 
-// checkPaths reports every empty path and every empty key of paths.
+// identity are the fields that say which object, and which version of it,
+// an event is about: a path removing one of them, or what holds one, is
+// refused.
+var identity = [][]string{
+	{"apiVersion"}, {"kind"},
+	{"metadata", "name"}, {"metadata", "namespace"}, {"metadata", "uid"}, {"metadata", "resourceVersion"},
+}
+
+// checkPaths reports every empty path, every empty key of paths, and
+// every path that would remove part of an object's identity.
 func checkPaths(paths [][]string) []error {
 	var errs []error
 	for i, path := range paths {
 		field := fmt.Sprintf("ignoreFields[%d]", i)
-		if len(path) == 0 {
-			errs = append(errs, &FieldError{Field: field, Msg: "empty path: name at least one key, e.g. [status]"})
-			continue
-		}
-		for j, k := range path {
-			if k == "" {
-				errs = append(errs, &FieldError{Field: field, Msg: fmt.Sprintf("key %d of %q is empty", j+1, path)})
-				break
-			}
+		if msg := checkPath(path); msg != "" {
+			errs = append(errs, &FieldError{Field: field, Msg: msg})
 		}
 	}
 	return errs
+}
+
+// checkPath is what is wrong with path, "" if nothing is.
+func checkPath(path []string) string {
+	if len(path) == 0 {
+		return "empty path: name at least one key, e.g. [status]"
+	}
+	for j, k := range path {
+		if k == "" {
+			return fmt.Sprintf("key %d of %q is empty", j+1, path)
+		}
+	}
+	for _, id := range identity {
+		if len(path) <= len(id) && slices.Equal(path, id[:len(path)]) {
+			return fmt.Sprintf("%q would remove %s, which events need", path, strings.Join(id, "."))
+		}
+	}
+	return ""
 }
 
 // OnlyResourceVersionDiffers reports whether obj and old are equal but for

@@ -45,6 +45,11 @@ func TestCompileErrors(t *testing.T) {
 		{"oldObject false without patch", rules.Spec{OldObject: false}, []string{"oldObject: false needs patch: true"}},
 		{"empty path", rules.Spec{OldObject: true, IgnoreFields: [][]string{{"status"}, {}}}, []string{"ignoreFields[1]: empty path"}},
 		{"empty key", rules.Spec{OldObject: true, IgnoreFields: [][]string{{"metadata", ""}}}, []string{`ignoreFields[0]: key 2 of ["metadata" ""] is empty`}},
+		{"identity", rules.Spec{OldObject: true, IgnoreFields: [][]string{{"metadata"}, {"metadata", "resourceVersion"}, {"kind"}, {"metadata", "labels"}}}, []string{
+			`ignoreFields[0]: ["metadata"] would remove metadata.name`,
+			`ignoreFields[1]: ["metadata" "resourceVersion"] would remove metadata.resourceVersion`,
+			`ignoreFields[2]: ["kind"] would remove kind`,
+		}},
 		{"all at once", rules.Spec{Match: "1", When: "object.x ==", IgnoreFields: [][]string{nil}}, []string{
 			"match: 1:1: the result is int, want bool",
 			"when: 1:12: Syntax error: ",
