@@ -199,6 +199,11 @@ func TestFailOpen(t *testing.T) {
 	if !got || !errors.Is(err, rules.ErrEval) || !strings.Contains(err.Error(), "when") {
 		t.Errorf("Publishes = %v, %v; want true and ErrEval naming when", got, err)
 	}
+	// The README's way to read a label that may be missing.
+	r = compile(t, rules.Spec{OldObject: true, Match: "object.metadata.?labels.?missing.orValue('') == ''"})
+	if got, err := r.Matches(obj); !got || err != nil {
+		t.Errorf("optional label: Matches = %v, %v; want true, nil", got, err)
+	}
 	// A value of the wrong type at run time.
 	r = compile(t, rules.Spec{OldObject: true, Match: "object.spec.replicas > 2"})
 	if got, err := r.Matches(pod(nil, map[string]any{"replicas": "three"})); !got || !errors.Is(err, rules.ErrEval) {
