@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -105,8 +106,39 @@ func TestRules(t *testing.T) {
 	msgs = h.mustRead()
 	checkLastEqualsList(t, msgs, podType, w.listPods())
 	checkLastEqualsList(t, msgs, cmType, w.listCMs())
-	if _, err := h.tryApply(msgs); err != nil {
-		t.Errorf("replaying the stream: %v", err)
+	checkReadersAgree(t, h, msgs, podType, w.listPods())
+}
+
+// checkReadersAgree checks that internal/replay and examples/js, both
+// written from the contract alone, rebuild typ's state from the stream as
+// the list in scope (want, by subject) has it: the same objects at the
+// same resourceVersions.
+func checkReadersAgree(t *testing.T, h *harness, msgs []replay.Message, typ string, want map[string]map[string]any) {
+	t.Helper()
+	listed := map[string]string{}
+	for subject, obj := range want {
+		listed[strings.TrimPrefix(subject, typ+".")] = obj["metadata"].(map[string]any)["resourceVersion"].(string)
+	}
+	st, err := h.tryApply(msgs)
+	if err != nil {
+		t.Fatalf("replaying the stream: %v", err)
+	}
+	replayed := map[string]string{}
+	for subject, rv := range stateOf(st, typ) {
+		replayed[strings.TrimPrefix(subject, typ+".")] = rv
+	}
+	if d := diffState(replayed, listed); d != "" {
+		t.Errorf("internal/replay's state of %s differs from the list in scope: %s", typ, d)
+	}
+	node, npm := jsTools(t)
+	js := jsStart(t, node, jsInstall(t, npm), typ, h.natsURL, h.stream)
+	synced := js.waitLine(t, "the state and the synced line", regexp.MustCompile(`^synced \d+ objects$`))
+	fromJS := map[string]string{}
+	for subject, rv := range js.state(h, synced) {
+		fromJS[strings.TrimPrefix(subject, h.cmType()+".")] = rv
+	}
+	if d := diffState(fromJS, replayed); d != "" {
+		t.Errorf("examples/js and internal/replay disagree on %s: %s\n%s", typ, d, js.output())
 	}
 }
 
