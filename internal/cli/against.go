@@ -131,7 +131,7 @@ func compareType(ctx context.Context, l clusterLister, tc *typeCheck, ns string)
 		case s.UID != c.ref.UID || !byContent && s.ResourceVersion != c.ref.ResourceVersion:
 			d.Differ = append(d.Differ, objectDiff{Key: k, Stream: s, Cluster: c.ref})
 		case byContent && s.ResourceVersion != c.ref.ResourceVersion && !tc.truncated[k]:
-			fields, err := contentDiff(objs[k], c.content, r)
+			fields, err := contentDiff(objs[k], c.content)
 			if err != nil {
 				return d, fmt.Errorf("%s: %w", k, err)
 			}

@@ -9,8 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/kubebridge/kubebridge/internal/rules"
 )
 
 // maxFieldsNamed is how many differing fields a difference names.
@@ -21,16 +19,17 @@ const maxFieldsNamed = 4
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // contentDiff compares an object of the replayed state with the same
-// object as the apiserver lists it (projected by r), as a type that
-// ignores fields is compared (contract §11): both projected, without
-// metadata.resourceVersion and what the bridge removes anyway (managed
-// fields, the last-applied annotation, Secret values when redacted). It
-// names the fields that differ, "" when none does.
+// object as the apiserver lists it, projected, as a type that ignores
+// fields is compared (contract §11): without metadata.resourceVersion and
+// what the bridge removes anyway (managed fields, the last-applied
+// annotation, Secret values when redacted). The stream's object is taken
+// as it is: an ignored field in it is a difference. It names the fields
+// that differ, "" when none does.
 //
 // A typed object of the state went through its Go type, which drops the
 // fields it does not know; the listed one goes through the same type, so
 // that such fields do not count.
-func contentDiff(streamObj runtime.Object, listed map[string]any, r *rules.Rules) (string, error) {
+func contentDiff(streamObj runtime.Object, listed map[string]any) (string, error) {
 	if streamObj == nil {
 		return "", errors.New("no object in the replayed state")
 	}
@@ -42,10 +41,8 @@ func contentDiff(streamObj runtime.Object, listed map[string]any, r *rules.Rules
 	if err != nil {
 		return "", err
 	}
-	for _, m := range []map[string]any{s, c} {
-		r.Project(m)
-		withoutBridgeFields(m)
-	}
+	withoutBridgeFields(s)
+	withoutBridgeFields(c)
 	redactLike(s, c)
 	return strings.Join(diffFields("", s, c, nil), ", "), nil
 }
