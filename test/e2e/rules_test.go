@@ -62,8 +62,14 @@ func TestRules(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	must(t, os.WriteFile(cfg, []byte(rulesConfig), 0o600))
 	b := h.startBridge(map[string]string{"BRIDGE_CONFIG": cfg})
-
 	podType, cmType := h.typeSubject("", "v1", "pods"), h.cmType()
+	// The JS example follows the Pods live, checking each patch against
+	// the object it holds.
+	node, npm := jsTools(t)
+	jsDir := jsInstall(t, npm)
+	live := jsStart(t, node, jsDir, podType, h.natsURL, h.stream)
+	live.waitLine(t, "the synced line", regexp.MustCompile(`^synced \d+ objects$`))
+
 	for round := 0; round < 3; round++ {
 		w.noise()
 		// A spec change of a Pod in scope, a label change of one, then one
@@ -88,6 +94,7 @@ func TestRules(t *testing.T) {
 
 	msgs := h.mustRead()
 	defer logOnFailure(t, msgs)
+	checkJSPatches(t, live, podType, msgs)
 	w.checkPublished(msgs, podType, cmType)
 	checkPatches(t, msgs, podType, false)
 	checkPatches(t, msgs, cmType, true)
@@ -106,14 +113,50 @@ func TestRules(t *testing.T) {
 	msgs = h.mustRead()
 	checkLastEqualsList(t, msgs, podType, w.listPods())
 	checkLastEqualsList(t, msgs, cmType, w.listCMs())
-	checkReadersAgree(t, h, msgs, podType, w.listPods())
+	checkReadersAgree(t, h, msgs, podType, w.listPods(), node, jsDir)
+}
+
+// checkJSPatches checks that the JS example applied every Pod update's
+// patch to the object it held and got the published object: it printed
+// patch=N on each update and no patch-mismatch line.
+func checkJSPatches(t *testing.T, js *jsProc, typ string, msgs []replay.Message) {
+	t.Helper()
+	last := ofType(onSubjectPrefix(msgs, typ+"."), contract.TypeUpdated, "")
+	if len(last) == 0 {
+		t.Fatal("no update of a Pod in the stream")
+	}
+	m := last[len(last)-1]
+	js.waitLine(t, "the last Pod update", regexp.MustCompile(`^updated `+regexp.QuoteMeta(m.Ext(contract.ExtNamespace)+"/"+m.Ext(contract.ExtName))+` rv=`+m.Ext(contract.ExtResourceVersion)+`\b`))
+	patched := 0
+	for _, l := range js.lines() {
+		if strings.HasPrefix(l, "patch-mismatch") {
+			t.Errorf("the JS example: %s", l)
+		}
+		if strings.HasPrefix(l, "updated ") && strings.Contains(l, " patch=") {
+			patched++
+		}
+	}
+	if patched != len(last) {
+		t.Errorf("the JS example printed %d updates with a patch; the stream holds %d Pod updates\n%s", patched, len(last), js.output())
+	}
+}
+
+// onSubjectPrefix is the messages whose subject starts with prefix.
+func onSubjectPrefix(msgs []replay.Message, prefix string) []replay.Message {
+	var out []replay.Message
+	for _, m := range msgs {
+		if strings.HasPrefix(m.Subject, prefix) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // checkReadersAgree checks that internal/replay and examples/js, both
 // written from the contract alone, rebuild typ's state from the stream as
 // the list in scope (want, by subject) has it: the same objects at the
 // same resourceVersions.
-func checkReadersAgree(t *testing.T, h *harness, msgs []replay.Message, typ string, want map[string]map[string]any) {
+func checkReadersAgree(t *testing.T, h *harness, msgs []replay.Message, typ string, want map[string]map[string]any, node, jsDir string) {
 	t.Helper()
 	listed := map[string]string{}
 	for subject, obj := range want {
@@ -130,8 +173,10 @@ func checkReadersAgree(t *testing.T, h *harness, msgs []replay.Message, typ stri
 	if d := diffState(replayed, listed); d != "" {
 		t.Errorf("internal/replay's state of %s differs from the list in scope: %s", typ, d)
 	}
-	node, npm := jsTools(t)
-	js := jsStart(t, node, jsInstall(t, npm), typ, h.natsURL, h.stream)
+	if st.Patches == 0 || len(st.PatchMismatches) > 0 {
+		t.Errorf("internal/replay checked %d patches; mismatches: %q", st.Patches, st.PatchMismatches)
+	}
+	js := jsStart(t, node, jsDir, typ, h.natsURL, h.stream)
 	synced := js.waitLine(t, "the state and the synced line", regexp.MustCompile(`^synced \d+ objects$`))
 	fromJS := map[string]string{}
 	for subject, rv := range js.state(h, synced) {
