@@ -16,6 +16,7 @@ import (
 	"github.com/kubebridge/kubebridge/internal/intake"
 	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/pkg/contract"
+	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -58,16 +59,20 @@ type Bridge struct {
 	// without leader election.
 	gated *gate
 	// queue is where the informers hand their changes: the gate, or the
-	// intake itself.
-	queue informers.Queue
+	// intake itself (a type with rules, through its ruleGate).
+	queue intakeQueue
 	opts  options
 
 	// Set by prepare, before Run watches anything.
 	stream jetstream.Stream
 	info   *jetstream.StreamInfo
 	limits *streamLimits
-	// sources are the informers, one per configured type.
-	sources []*informers.Source
+	// sources are the informers, one per configured type, and ruleGates
+	// their rules (nil for a type without rules that read objects).
+	sources   []*informers.Source
+	ruleGates []*ruleGate
+	// updates says what each type's updates carry (its rules).
+	updates map[*informers.Resource]encode.UpdateData
 	// selectors holds the sources' apiserver shard selector; nil unless
 	// sharded.
 	selectors *selectorRefresh
@@ -104,7 +109,7 @@ func New(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts
 			logger.Error(err, "A change without a cache key cannot be published", "resource", c.Resource.String(), "verb", c.Verb)
 		},
 	})
-	var queue informers.Queue = in
+	var queue intakeQueue = in
 	var gated *gate
 	if cfg.LeaderElection {
 		gated = &gate{next: in}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/rules"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -74,6 +76,8 @@ type watch struct {
 	resource *informers.Resource
 	scope    informers.Scope
 	names    []string
+	// rules are the type's publishing rules; nil when it has none.
+	rules *rules.Rules
 }
 
 // resolveWatches resolves every configured name and merges names that
@@ -91,7 +95,8 @@ func resolveWatches(ctx context.Context, cfg *config.Config, r *informers.Resolv
 			problems = append(problems, "BRIDGE_RESOURCES: "+err.Error())
 			continue
 		}
-		scope := informers.Scope{Namespaces: spec.Namespaces, LabelSelector: spec.LabelSelector, FieldSelector: spec.FieldSelector}
+		scope := informers.Scope{Namespaces: spec.Namespaces, LabelSelector: spec.LabelSelector, FieldSelector: spec.FieldSelector,
+			Match: spec.Rules.Match, IgnoreFields: spec.Rules.IgnoreFields}
 		if !res.Namespaced && len(spec.Namespaces) > 0 {
 			problems = append(problems, fmt.Sprintf("BRIDGE_RESOURCES: %s is cluster-scoped; namespaces= does not apply", spec.Name))
 			continue
@@ -106,11 +111,11 @@ func resolveWatches(ctx context.Context, cfg *config.Config, r *informers.Resolv
 		scope.Namespaces = slices.Compact(scope.Namespaces)
 		i := slices.IndexFunc(out, func(w watch) bool { return w.resource.GVR == res.GVR })
 		if i < 0 {
-			out = append(out, watch{resource: res, scope: scope, names: []string{spec.Name}})
+			out = append(out, watch{resource: res, scope: scope, names: []string{spec.Name}, rules: spec.Compiled})
 			continue
 		}
-		if !scopeEqual(out[i].scope, scope) {
-			problems = append(problems, fmt.Sprintf("BRIDGE_RESOURCES: %s and %s are both %s with different scopes; configure it once", strings.Join(out[i].names, ", "), spec.Name, res))
+		if !scopeEqual(out[i].scope, scope) || !reflect.DeepEqual(out[i].rules.Spec(), spec.Compiled.Spec()) {
+			problems = append(problems, fmt.Sprintf("BRIDGE_RESOURCES: %s and %s are both %s with different scopes or rules; configure it once", strings.Join(out[i].names, ", "), spec.Name, res))
 			continue
 		}
 		out[i].names = append(out[i].names, spec.Name)
@@ -122,5 +127,6 @@ func resolveWatches(ctx context.Context, cfg *config.Config, r *informers.Resolv
 }
 
 func scopeEqual(a, b informers.Scope) bool {
-	return slices.Equal(a.Namespaces, b.Namespaces) && a.LabelSelector == b.LabelSelector && a.FieldSelector == b.FieldSelector
+	return slices.Equal(a.Namespaces, b.Namespaces) && a.LabelSelector == b.LabelSelector && a.FieldSelector == b.FieldSelector &&
+		a.Match == b.Match && reflect.DeepEqual(a.IgnoreFields, b.IgnoreFields)
 }

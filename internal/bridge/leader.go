@@ -18,12 +18,18 @@ import (
 // deletes it missed and a full snapshot before any live change anyway.
 type gate struct {
 	open atomic.Bool
-	next informers.Queue
+	next intakeQueue
 }
 
 func (g *gate) Add(c informers.Change) {
 	if g.open.Load() {
 		g.next.Add(c)
+	}
+}
+
+func (g *gate) Withhold(c informers.Change) {
+	if g.open.Load() {
+		g.next.Withhold(c)
 	}
 }
 

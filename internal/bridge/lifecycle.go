@@ -75,7 +75,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 		cancelLead()
 	}()
 	var wg sync.WaitGroup
-	pb, err := startPublishing(lead, hard, &wg, b.cfg, b.intake, publishingDeps{js: b.js, encoder: newEncoder(b.cfg, b.subjects, b.info, fence.Term()), metrics: b.metrics,
+	pb, err := startPublishing(lead, hard, &wg, b.cfg, b.intake, publishingDeps{js: b.js, encoder: b.eventEncoder(fence.Term()), metrics: b.metrics,
 		maxPayload: b.limits.maxPayload, rereadLimits: func() { b.limits.reread(hard) }, fence: fence})
 	if err != nil {
 		return err
@@ -125,10 +125,14 @@ func (b *Bridge) runSources(ctx context.Context) {
 func (b *Bridge) startSnapshotters(ctx context.Context, wg *sync.WaitGroup, pb *publishing, rec *reconciler) {
 	ids := newSnapshotIDs(b.opts.now())
 	for i, src := range b.sources {
-		s := &snapshotter{res: src.Resource, scope: src.Scope, src: src, intake: b.intake, markers: pb.markers, ids: ids, period: b.cfg.ResyncPeriod, metrics: b.metrics, status: b.statuses[i],
+		var cache syncedCache = src
+		if g := b.ruleGates[i]; g != nil {
+			cache = matchingCache{syncedCache: src, gate: g}
+		}
+		s := &snapshotter{res: src.Resource, scope: src.Scope, src: cache, intake: b.intake, markers: pb.markers, ids: ids, period: b.cfg.ResyncPeriod, metrics: b.metrics, status: b.statuses[i],
 			minBackoff: time.Second, maxBackoff: time.Minute, syncLogEvery: 30 * time.Second,
 			missedDeletes: func(ctx context.Context) ([]informers.Change, error) {
-				return rec.missedDeletes(ctx, src.Resource, src.Scope, src, b.opts.now())
+				return rec.missedDeletes(ctx, src.Resource, src.Scope, cache, b.opts.now())
 			}}
 		wg.Add(1)
 		go func() { defer wg.Done(); s.run(ctx) }()

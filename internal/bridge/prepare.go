@@ -6,9 +6,12 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/internal/shard"
+	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -67,11 +70,15 @@ func (b *Bridge) buildSources(ctx context.Context, watches []watch) error {
 		logger.Info("Sharded: this bridge publishes the namespaces, and the cluster-scoped names, that hash to its shard", "shard", sh.String(),
 			"lease", cfg.LeaseName, "termSubject", b.subjects.Term())
 	}
+	ruleMetrics := m.Rules(watchNames(watches))
+	b.updates = map[*informers.Resource]encode.UpdateData{}
 	for _, w := range watches {
-		src, err := informers.NewSource(b.kube.Clients, w.resource, w.scope, transform, b.queue, sourceOpts...)
+		queue, srcTransform, gate := b.withRules(ctx, w, transform, ruleMetrics)
+		src, err := informers.NewSource(b.kube.Clients, w.resource, w.scope, srcTransform, queue, sourceOpts...)
 		if err != nil {
 			return err
 		}
+		b.ruleGates = append(b.ruleGates, gate)
 		logger.Info("Watching", "resource", w.resource.String(), "kind", w.resource.Kind, "as", w.names, "namespaces", w.scope.Namespaces,
 			"labels", w.scope.LabelSelector, "fields", w.scope.FieldSelector, "typed", src.Typed, "subjects", b.subjects.TypeWildcard(w.resource.Type()))
 		b.sources = append(b.sources, src)
@@ -91,6 +98,32 @@ func (b *Bridge) buildSources(ctx context.Context, watches []watch) error {
 		b.statuses[i] = newTypeStatus(src.Resource.String(), m, allReady)
 	}
 	return nil
+}
+
+// withRules returns the queue and transform of w's informer: b's, unless
+// w's rules read or project objects, when its changes go through a
+// ruleGate and its objects are cached projected (ruleTransform). It also
+// records what w's updates carry.
+func (b *Bridge) withRules(ctx context.Context, w watch, transform cache.TransformFunc, m metrics.Rules) (informers.Queue, cache.TransformFunc, *ruleGate) {
+	spec := w.rules.Spec()
+	if spec.Patch || !spec.OldObject {
+		b.updates[w.resource] = encode.UpdateData{Patch: spec.Patch, OmitOldObject: !spec.OldObject}
+	}
+	if spec.Match == "" && spec.When == "" && len(spec.IgnoreFields) == 0 {
+		return b.queue, transform, nil
+	}
+	klog.FromContext(ctx).Info("Rules", "resource", w.resource.String(), "match", spec.Match, "ignoreFields", spec.IgnoreFields, "when", spec.When,
+		"patch", spec.Patch, "oldObject", spec.OldObject)
+	gate := &ruleGate{res: w.resource, rules: w.rules, next: b.queue, metrics: m, logger: klog.FromContext(ctx).WithName("rules")}
+	return gate, ruleTransform(transform, w.resource, w.rules), gate
+}
+
+func watchNames(watches []watch) []string {
+	names := make([]string, len(watches))
+	for i, w := range watches {
+		names[i] = w.resource.String()
+	}
+	return names
 }
 
 // releaseStartupGarbage returns the memory the start-up snapshots freed to

@@ -71,6 +71,14 @@ func newEncoder(cfg *config.Config, subjects contract.Subjects, info *jetstream.
 	return &encode.Encoder{Subjects: subjects, TombstoneTTL: ttl, TombstoneRollup: rollup, Term: term}
 }
 
+// eventEncoder is the encoder of this replica's events in term: newEncoder's,
+// with what each type's updates carry.
+func (b *Bridge) eventEncoder(term uint64) *encode.Encoder {
+	e := newEncoder(b.cfg, b.subjects, b.info, term)
+	e.Updates = b.updates
+	return e
+}
+
 // streamLimits is the largest message the bridge may publish: the smaller of
 // the server's max_payload (read per message: it can change on reconnect)
 // and the stream's max_msg_size (read again after a rejection).

@@ -92,15 +92,30 @@ func checkInvariants(t testing.TB, in *Intake) {
 		}
 	}
 	deferred, inFlight := map[*snapshotRun]int{}, map[*snapshotRun]int{}
+	parked := 0
 	for ref, st := range in.objects {
 		waits, held := len(st.queue) > 0, in.held[ref.Resource]
+		if st.isParked != st.parked() {
+			t.Errorf("%s: marked withheld %v, but withheld is %v", ref.Key, st.isParked, st.parked())
+		}
+		if st.isParked {
+			parked++
+			if st.ready {
+				t.Errorf("%s: withheld, yet in the ready FIFO", ref.Key)
+			}
+		}
+		for i, p := range st.queue {
+			if p.withheld && i != len(st.queue)-1 {
+				t.Errorf("%s: a withheld update at %d of %d waiting: only the last may be", ref.Key, i, len(st.queue))
+			}
+		}
 		if n := inFIFO[ref]; st.ready != (n == 1) || n > 1 {
 			t.Errorf("%s: ready %v, in the ready FIFO %d times", ref.Key, st.ready, n)
 		}
 		if st.ready && (st.busy || !waits || held) {
 			t.Errorf("%s: ready with busy %v, %d waiting, type held %v; want waiting alone", ref.Key, st.busy, len(st.queue), held)
 		}
-		if !st.busy && !st.ready && (!waits || !held) {
+		if !st.busy && !st.ready && !st.isParked && (!waits || !held) {
 			t.Errorf("%s: tracked with nothing in flight, %d waiting, not ready, type held %v: in no state", ref.Key, len(st.queue), held)
 		}
 		if st.itemOf != nil && !st.busy {
@@ -114,6 +129,9 @@ func checkInvariants(t testing.TB, in *Intake) {
 		if st.itemOf != nil {
 			inFlight[st.itemOf]++
 		}
+	}
+	if parked != in.parked {
+		t.Errorf("%d objects withheld, but the intake counts %d", parked, in.parked)
 	}
 	for _, r := range in.runs {
 		if r.deferred != deferred[r] || r.inFlight != inFlight[r] {

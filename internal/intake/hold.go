@@ -50,8 +50,11 @@ func (in *Intake) AbandonHeld() int {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	n := 0
-	for ref := range in.objects {
+	for ref, st := range in.objects {
 		if in.held[ref.Resource] {
+			if st.isParked {
+				in.parked--
+			}
 			delete(in.objects, ref)
 			n++
 		}
@@ -69,5 +72,5 @@ func (in *Intake) Publishable() int {
 	if len(in.held) > 0 {
 		return 0
 	}
-	return len(in.objects)
+	return len(in.objects) - in.parked
 }

@@ -21,6 +21,7 @@ import (
 //
 //	state                    tracked  queue  ready  busy  type held
 //	absent                   no       -      -      -     -
+//	withheld                 yes      1 (w)  no     no    -
 //	held                     yes      ≥ 1    no     no    yes
 //	waiting                  yes      ≥ 1    yes    no    no
 //	in flight                yes      0      no     yes   -
@@ -32,7 +33,12 @@ import (
 //
 //	from                     to                       method
 //	absent                   waiting                  Add; Release (a missed delete)
+//	absent                   withheld                 Withhold
 //	absent                   in flight                Next (a snapshot item, handed on at once)
+//	withheld                 waiting (or held)        Add (merged: published with the withheld
+//	                                                  change's old object); Next (a snapshot
+//	                                                  item supersedes it)
+//	withheld                 withheld                 Withhold (merged)
 //	waiting, held, in flight, more waiting
 //	                         the same                 Add; Next (a snapshot item): merged into what waits, or queued behind it
 //	held                     waiting                  Release
@@ -41,9 +47,13 @@ import (
 //	in flight                in flight, more waiting  Add; Next (a snapshot item waits behind)
 //	in flight                absent                   Done
 //	in flight, more waiting  waiting                  Done
+//	in flight, more waiting  withheld                 Done (all that waits is withheld)
 //	in flight*               waiting                  Requeue (the change first, truncated)
 //
-// Hold marks a type before its informer delivers anything; no object moves.
+// (w) is one withheld update (Withhold): a change the type's rules do not
+// publish on its own, kept so that the object's next published change
+// carries the version last published as its old object. Hold marks a
+// type before its informer delivers anything; no object moves.
 // So an object never has two changes in flight, a waiting object's ref is
 // in the FIFO exactly once, and an object with nothing waiting or in flight
 // is forgotten (its state is kept for reuse). Every snapshot item waiting
@@ -67,6 +77,9 @@ type Intake struct {
 	held map[*informers.Resource]bool
 	// spare holds forgotten object states for reuse (newState).
 	spare []*objectState
+	// parked counts the objects that are withheld: tracked, but with
+	// nothing to publish.
+	parked int
 }
 
 // Reports is what an intake tells its owner, for its metrics and log.
@@ -94,7 +107,18 @@ func (in *Intake) signal() {
 
 // Add takes a change from an informer handler. It never blocks on the
 // pipeline, and drops only a change without a key, which it reports.
-func (in *Intake) Add(c informers.Change) {
+func (in *Intake) Add(c informers.Change) { in.add(c, false) }
+
+// Withhold takes an update that is not to be published on its own: the
+// type's rules held it back (its `when` was false, or it changed only
+// fields the type ignores). It merges into whatever of the object waits;
+// if nothing does, it waits, withheld, for the object's next change, which
+// merges into it and is published with its old object (the version last
+// published, contract §4), or for a snapshot item, which supersedes it.
+// Like Add, it never blocks and keeps at most one entry per object.
+func (in *Intake) Withhold(c informers.Change) { in.add(c, true) }
+
+func (in *Intake) add(c informers.Change, withheld bool) {
 	key, err := cache.MetaNamespaceKeyFunc(c.Object)
 	if err != nil {
 		in.report.Unkeyed(c, err)
@@ -103,9 +127,9 @@ func (in *Intake) Add(c informers.Change) {
 	ref := Ref{Resource: c.Resource, Key: key}
 	in.mu.Lock()
 	st := in.state(ref)
-	p := pending{c: c, uid: uidOf(c.Object), since: c.ObservedAt}
+	p := pending{c: c, uid: uidOf(c.Object), since: c.ObservedAt, withheld: withheld}
 	in.lingering.arrived(in.now())
-	if in.cutsLinger(st, p) {
+	if !withheld && in.cutsLinger(st, p) {
 		in.push(st, p)
 	} else if n := in.merge(st, p); n > 0 {
 		in.report.Coalesced(c.Resource, n)
@@ -152,9 +176,16 @@ func (in *Intake) Requeue(w Work) {
 }
 
 // PendingObjects is the number of objects with a change waiting or in
-// flight.
+// flight (withheld updates are neither).
 func (in *Intake) PendingObjects() int {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return len(in.objects)
+	return len(in.objects) - in.parked
+}
+
+// WithheldObjects is the number of objects whose last change is withheld.
+func (in *Intake) WithheldObjects() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.parked
 }

@@ -26,8 +26,10 @@ func (p *pending) changes() int {
 //	item + updated       → item (newest object)
 //	item + deleted       → deleted
 //
-// A change of another uid (a delete and re-create under one name) is queued
-// behind, so both incarnations are published. merge returns how many live
+// A withheld update (Withhold) merges the same way; what it merges into
+// stays as publishable as it was, and a change merged into a withheld one
+// makes it publishable. A change of another uid (a delete and re-create
+// under one name) is queued behind, so both incarnations are published. merge returns how many live
 // changes will not be published as events of their own because of it.
 func (in *Intake) merge(st *objectState, p pending) (coalesced int) {
 	n := len(st.queue)
@@ -36,6 +38,12 @@ func (in *Intake) merge(st *objectState, p pending) (coalesced int) {
 		return 0
 	}
 	last := &st.queue[n-1]
+	if last.withheld && !p.withheld {
+		// p is the change the withheld one waited for: merged below, it is
+		// published, and its lag starts with p, not with the withheld one.
+		last.withheld = false
+		last.since = p.since
+	}
 	lv, cv := last.c.Verb, p.c.Verb
 	switch {
 	case cv == informers.SnapshotItem && lv == informers.Deleted:

@@ -43,7 +43,8 @@ func (in *Intake) Next(ctx context.Context, linger time.Duration) (Work, bool) {
 
 // Drain is Next while shutting down: it hands on live changes only,
 // starting no snapshot step and never lingering, and reports false once
-// nothing waits and nothing is in flight, or once ctx ends.
+// nothing waits and nothing is in flight (withheld updates are left: the
+// next leader's snapshot publishes their objects), or once ctx ends.
 func (in *Intake) Drain(ctx context.Context) (Work, bool) {
 	return in.next(ctx, false, 0)
 }
@@ -52,7 +53,7 @@ func (in *Intake) next(ctx context.Context, snapshots bool, linger time.Duration
 	for {
 		in.mu.Lock()
 		w, ok := in.take(snapshots)
-		drained := !ok && !snapshots && len(in.objects) == 0
+		drained := !ok && !snapshots && len(in.objects) == in.parked
 		in.mu.Unlock()
 		if ok {
 			return w, true

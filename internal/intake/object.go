@@ -30,6 +30,10 @@ type pending struct {
 	// truncate publishes the object without its content: JetStream
 	// rejected the full form.
 	truncate bool
+	// withheld is an update not to be published on its own (Withhold): it
+	// waits for the object's next change to merge into it. Only the last
+	// entry of a queue can be withheld: every later change merges into it.
+	withheld bool
 }
 
 // objectState is the intake's state for one object, kept only while the
@@ -48,6 +52,15 @@ type objectState struct {
 	busy bool
 	// itemOf is the snapshot whose item is in flight, if it is one.
 	itemOf *snapshotRun
+	// parked mirrors parked(), so that Intake.parked counts the objects in
+	// that state without a scan. Only settle sets it.
+	isParked bool
+}
+
+// parked reports whether all the object has is a withheld update: it is
+// tracked, but nothing of it waits to be published or is in flight.
+func (st *objectState) parked() bool {
+	return len(st.queue) == 1 && st.queue[0].withheld && !st.busy
 }
 
 // state returns ref's state, creating it (absent → tracked) if need be.
@@ -60,12 +73,23 @@ func (in *Intake) state(ref Ref) *objectState {
 	return st
 }
 
-// settle moves ref to the state its fields call for: waiting (in the FIFO)
-// if it has something to publish, nothing in flight and its type is not
-// held; absent (forgotten) if it has neither. A ref in the FIFO keeps its
+// settle moves ref to the state its fields call for: withheld if all it
+// has is a withheld update; waiting (in the FIFO) if it has something to
+// publish, nothing in flight and its type is not held; absent (forgotten)
+// if it has neither. A ref in the FIFO keeps its
 // state even when emptied, so the FIFO holds each ref at most once.
 func (in *Intake) settle(ref Ref, st *objectState) {
+	if parked := st.parked(); parked != st.isParked {
+		st.isParked = parked
+		if parked {
+			in.parked++
+		} else {
+			in.parked--
+		}
+	}
 	switch {
+	case st.isParked:
+		// Withheld: tracked until its next change, never in the FIFO.
 	case len(st.queue) > 0 && !st.busy && !st.ready && !in.held[ref.Resource]:
 		st.ready = true
 		in.ready.push(ref)

@@ -372,6 +372,19 @@ func encodeCases() []encodeCase {
 			source:  "k8s://prod/api/v1/configmaps",
 			ext:     map[string]string{"cluster": "prod", "kind": "ConfigMap", "apiversion": "v1", "snapshotid": snapshotID},
 		},
+		{
+			name: "snapshot-begin-with-rules",
+			change: func(testing.TB) informers.Change {
+				scope := informers.Scope{Match: "object.metadata.labels['tier'] ==\n'frontend'", IgnoreFields: [][]string{{"status"}, {"metadata", "annotations", "example.com/heartbeat"}}}
+				return informers.Change{Verb: informers.SnapshotBegin, Resource: configMaps, SnapshotID: snapshotID, Scope: scope, ObservedAt: observedAt}
+			},
+			subject: "kubebridge.prod.core.v1.configmaps._snapshot.begin",
+			id:      "configmaps.v1/" + snapshotID + "/snapshot.begin",
+			ceType:  "io.kubebridge.snapshot.begin",
+			source:  "k8s://prod/api/v1/configmaps",
+			ext: map[string]string{"cluster": "prod", "kind": "ConfigMap", "apiversion": "v1", "snapshotid": snapshotID,
+				"scopematch": "object.metadata.labels['tier'] == 'frontend'", "scopeignorefields": `[["status"],["metadata","annotations","example.com/heartbeat"]]`},
+		},
 		appConfigCase(encodeCase{
 			name: "snapshot-item",
 			change: func(testing.TB) informers.Change {

@@ -2,6 +2,7 @@ package encode
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -53,12 +54,25 @@ type Encoder struct {
 	// ignore an event whose term is lower than one they have already
 	// seen: it comes from a deposed leader. Set it before the first call.
 	Term uint64
+	// Updates says, per type, what an update's data carries besides the
+	// object (the type's rules); a type it does not name gets the old
+	// object only. Set it before the first call.
+	Updates map[*informers.Resource]UpdateData
 
 	lastObjectSize atomic.Int64
 	// buffers holds payload buffers handed back with Encoded.Release,
 	// and messages the messages (header maps included).
 	buffers  sync.Pool
 	messages sync.Pool
+}
+
+// UpdateData is what an update's data carries besides the object.
+type UpdateData struct {
+	// Patch adds "patch": the RFC 6902 JSON Patch that turns the old
+	// object into the object (contract §5).
+	Patch bool
+	// OmitOldObject leaves "oldObject" out; meant with Patch.
+	OmitOldObject bool
 }
 
 // Encoded is one message ready to publish.
@@ -212,25 +226,11 @@ func (e *Encoder) object(c informers.Change, typ, apiVersion, term string, trunc
 	// buffer: marshalling a struct of json.RawMessage would scan both
 	// objects again, and json.Marshal would copy each of them once more.
 	buf := e.buffer(c)
-	buf.WriteString(`{"object":`)
-	if err = writeObject(buf, c.Object, apiVersion, r.Kind, truncate); err != nil {
+	if err = e.writeData(buf, c, apiVersion, truncate); err != nil {
 		e.buffers.Put(buf)
 		return Encoded{}, fmt.Errorf("encode: %s %s: %w", r, id, err)
 	}
-	if c.OldObject != nil {
-		buf.WriteString(`,"oldObject":`)
-		if err = writeObject(buf, c.OldObject, apiVersion, r.Kind, truncate); err != nil {
-			e.buffers.Put(buf)
-			return Encoded{}, fmt.Errorf("encode: %s %s old object: %w", r, id, err)
-		}
-	}
-	buf.WriteByte('}')
 	payload := buf.Bytes()
-	objects := int64(1)
-	if c.OldObject != nil {
-		objects = 2
-	}
-	e.lastObjectSize.Store(int64(len(payload)) / objects)
 
 	m := e.newMessage(typ, id, text.source, text.time)
 	e.setCommon(m, r.Kind, apiVersion, term)
@@ -287,5 +287,14 @@ func setScope(m *ceMessage, r *informers.Resource, scope informers.Scope) {
 	}
 	if scope.FieldSelector != "" {
 		m.set(hScopeFields, scope.FieldSelector)
+	}
+	if scope.Match != "" {
+		// A header holds one line; CEL reads a line break as a space.
+		m.set(hScopeMatch, strings.NewReplacer("\r", " ", "\n", " ").Replace(scope.Match))
+	}
+	if len(scope.IgnoreFields) > 0 {
+		// Paths of strings always marshal.
+		paths, _ := json.Marshal(scope.IgnoreFields)
+		m.set(hScopeIgnore, string(paths))
 	}
 }

@@ -35,6 +35,8 @@ const (
 	hScopeNamespaces = contract.HeaderPrefix + contract.ExtScopeNamespaces
 	hScopeLabels     = contract.HeaderPrefix + contract.ExtScopeLabels
 	hScopeFields     = contract.HeaderPrefix + contract.ExtScopeFields
+	hScopeMatch      = contract.HeaderPrefix + contract.ExtScopeMatch
+	hScopeIgnore     = contract.HeaderPrefix + contract.ExtScopeIgnoreFields
 	hTerm            = contract.TermHeader
 	hContractVersion = contract.HeaderPrefix + contract.ExtContractVersion
 	hShard           = contract.HeaderPrefix + contract.ExtShard

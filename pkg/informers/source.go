@@ -23,6 +23,12 @@ type Scope struct {
 	Namespaces    []string
 	LabelSelector string
 	FieldSelector string
+	// Match and IgnoreFields narrow and project what is published of the
+	// objects watched (the type's rules). The informer does not apply
+	// them; they are stamped on snapshot begin markers so that consumers
+	// compare within the same scope.
+	Match        string
+	IgnoreFields [][]string
 }
 
 // Queue receives changes from informer handlers. Add must not block for

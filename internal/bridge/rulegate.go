@@ -1,0 +1,185 @@
+package bridge
+
+import (
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubebridge/kubebridge/internal/metrics"
+	"github.com/kubebridge/kubebridge/internal/rules"
+	"github.com/kubebridge/kubebridge/pkg/informers"
+)
+
+// intakeQueue is where the informers' changes go: the intake, or the
+// leader gate in front of it. Withhold takes an update that is published
+// only merged into the object's next change.
+type intakeQueue interface {
+	informers.Queue
+	Withhold(informers.Change)
+}
+
+// ruleGate applies a type's rules to its informer's changes on their way
+// to the intake: match decides membership (an update that leaves it is
+// published as a delete of the object as it is now, one that enters it as
+// an add), and an update that changed nothing but ignored fields, or that
+// when holds back, is withheld. The informer's transform (ruleTransform)
+// has already projected the objects, so every expression sees what is
+// published.
+type ruleGate struct {
+	res     *informers.Resource
+	rules   *rules.Rules
+	next    intakeQueue
+	metrics metrics.Rules
+	logger  logr.Logger
+	// errors counts the evaluation errors logged so far, so that a rule
+	// that fails on every change logs at 1, 2, 4, 8, … of them.
+	errors atomic.Uint64
+}
+
+// Add routes c as the type's rules say.
+func (g *ruleGate) Add(c informers.Change) {
+	switch c.Verb {
+	case informers.Added, informers.Deleted:
+		if g.matches(c.Object) {
+			g.next.Add(c)
+			return
+		}
+	case informers.Updated:
+		g.update(c)
+		return
+	default:
+		g.next.Add(c)
+		return
+	}
+	g.metrics.OutOfScope.WithLabelValues(g.res.String()).Inc()
+}
+
+func (g *ruleGate) update(c informers.Change) {
+	in, was := g.matches(c.Object), g.matches(c.OldObject)
+	switch {
+	case in && was:
+		g.inScopeUpdate(c)
+	case in:
+		c.Verb, c.OldObject = informers.Added, nil
+		g.next.Add(c)
+	case was:
+		// Out of scope from now on: consumers drop it as they would a
+		// deleted object; its delete carries the object as it is now.
+		c.Verb, c.OldObject = informers.Deleted, nil
+		g.next.Add(c)
+	default:
+		g.metrics.OutOfScope.WithLabelValues(g.res.String()).Inc()
+	}
+}
+
+func (g *ruleGate) inScopeUpdate(c informers.Change) {
+	obj, old := content(c.Object), content(c.OldObject)
+	if obj == nil || old == nil {
+		g.next.Add(c)
+		return
+	}
+	if rules.OnlyResourceVersionDiffers(obj, old) {
+		g.metrics.Withheld.WithLabelValues(g.res.String(), "unchanged").Inc()
+		g.next.Withhold(c)
+		return
+	}
+	publish, err := g.rules.Publishes(obj, old)
+	if err != nil {
+		g.failed("when", c.Object, err)
+	}
+	if publish {
+		g.next.Add(c)
+		return
+	}
+	g.metrics.Withheld.WithLabelValues(g.res.String(), "when").Inc()
+	g.next.Withhold(c)
+}
+
+// matches evaluates match on obj; an object it cannot read is in scope.
+func (g *ruleGate) matches(obj runtime.Object) bool {
+	u := content(obj)
+	if u == nil {
+		return true
+	}
+	in, err := g.rules.Matches(u)
+	if err != nil {
+		g.failed("match", obj, err)
+	}
+	return in
+}
+
+// failed reports a rule that could not be evaluated on obj: the change
+// goes on as if the rule were true, and is never dropped for it.
+func (g *ruleGate) failed(rule string, obj runtime.Object, err error) {
+	g.metrics.Errors.WithLabelValues(g.res.String(), rule).Inc()
+	if n := g.errors.Add(1); n&(n-1) == 0 {
+		key, _ := cache.MetaNamespaceKeyFunc(obj)
+		g.logger.Error(err, "A rule could not be evaluated; the change is published as if it were true", "resource", g.res.String(), "rule", rule,
+			"object", key, "errorsSoFar", n, "nextLogAt", uint64(1)<<bits.Len64(n))
+	}
+}
+
+// content is obj's unstructured content: what ruleTransform caches for a
+// type with rules. Nil for anything else.
+func content(obj runtime.Object) map[string]any {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.Object
+	}
+	return nil
+}
+
+// ruleTransform is the informer transform of a type whose rules read or
+// project objects: base's trimming, then the object as unstructured
+// content (a typed object is converted, with its apiVersion and kind set)
+// without the fields the type ignores. So the cache, snapshots, tombstones
+// and every expression see objects as they are published. The informer
+// hands the transform fresh objects, so the projection is done in place.
+func ruleTransform(base cache.TransformFunc, res *informers.Resource, r *rules.Rules) cache.TransformFunc {
+	apiVersion := res.GVR.GroupVersion().String()
+	return func(obj any) (any, error) {
+		if base != nil {
+			var err error
+			if obj, err = base(obj); err != nil {
+				return nil, err
+			}
+		}
+		if _, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			// Its object is already cached, so already projected.
+			return obj, nil
+		}
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				return nil, fmt.Errorf("%s: converting %T for the type's rules: %w", res, obj, err)
+			}
+			u = &unstructured.Unstructured{Object: m}
+			u.SetAPIVersion(apiVersion)
+			u.SetKind(res.Kind)
+		}
+		r.Project(u.Object)
+		return u, nil
+	}
+}
+
+// matchingCache is a type's informer cache as its rules scope it: an
+// object outside match reads as absent, so a snapshot has no item for it
+// and the missed-delete scan deletes it from the stream.
+type matchingCache struct {
+	syncedCache
+	gate *ruleGate
+}
+
+// Get returns the cached object under key if it is in scope.
+func (c matchingCache) Get(key string) (runtime.Object, bool) {
+	obj, ok := c.syncedCache.Get(key)
+	if !ok || !c.gate.matches(obj) {
+		return nil, false
+	}
+	return obj, true
+}
