@@ -1,12 +1,10 @@
 package kustomize_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/sethvargo/go-envconfig"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -117,7 +115,7 @@ func checkShards(t *testing.T, b *build, bc bridgeContainer, sts *appsv1.Statefu
 	}
 	for ordinal := range int(replicas) {
 		env["POD_NAME"] = bc.podName(ordinal)
-		c, err := config.Load(context.Background(), envconfig.MapLookuper(env))
+		c, err := loadBridgeConfig(b, bc, env)
 		if err != nil {
 			t.Fatalf("%s: pod %s: %v", bc.workload, env["POD_NAME"], err)
 		}

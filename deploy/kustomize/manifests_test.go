@@ -13,7 +13,6 @@
 package kustomize_test
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -27,7 +26,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sethvargo/go-envconfig"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -448,7 +446,7 @@ func TestBridgeSettings(t *testing.T) {
 				t.Errorf("NATS_URL is not set: the bridge would start an embedded NATS server, which needs a writable file system")
 				env["NATS_URL"] = defaultNATSURL
 			}
-			cfg, err := config.Load(context.Background(), envconfig.MapLookuper(env))
+			cfg, err := loadBridgeConfig(b, bc, env)
 			if err != nil {
 				t.Fatalf("config.Load rejects the settings:\n%v\nenvironment: %v", err, env)
 			}
@@ -457,16 +455,17 @@ func TestBridgeSettings(t *testing.T) {
 	}
 }
 
-// bridgeConfig loads bc's environment in b as the bridge would, with
-// NATS_URL defaulted (TestBridgeSettings reports it missing), and returns
-// it with the environment.
+// bridgeConfig loads bc's environment in b as the bridge would, and its
+// configuration file from the ConfigMap mounted, with NATS_URL defaulted
+// (TestBridgeSettings reports it missing), and returns it with the
+// environment.
 func bridgeConfig(t *testing.T, b *build, bc bridgeContainer) (*config.Config, map[string]string) {
 	t.Helper()
 	env, _ := environment(t, b, bc)
 	if env["NATS_URL"] == "" {
 		env["NATS_URL"] = defaultNATSURL
 	}
-	cfg, err := config.Load(context.Background(), envconfig.MapLookuper(env))
+	cfg, err := loadBridgeConfig(b, bc, env)
 	if err != nil {
 		t.Fatalf("config.Load (see TestBridgeSettings): %v", err)
 	}

@@ -80,11 +80,85 @@ const state = new Map();
 const snapshots = new Map();
 // What each cluster's bridge watches of the type, from its latest begin
 // marker (docs/contract.md §1): objects outside it are not in the stream,
-// so compare the state with the cluster within it.
-const scopes = new Map(); // cluster → "namespaces=a,b labels=… fields=…" or "all"
+// so compare the state with the cluster within it. With rules (§11, §12),
+// only objects its match is true for are in the stream, and its ignored
+// fields (a JSON array of paths of keys) are removed from every object:
+// remove them from a listed object too, and compare without
+// metadata.resourceVersion, which lags for changes of ignored fields only.
+const scopes = new Map(); // cluster → "namespaces=a,b labels=… fields=… match=… ignoreFields=[…]" or "all"
 const scopeOf = (ev) =>
   [ev.scopenamespaces && `namespaces=${ev.scopenamespaces}`, ev.scopelabels && `labels=${ev.scopelabels}`,
-    ev.scopefields && `fields=${ev.scopefields}`].filter(Boolean).join(" ") || "all";
+    ev.scopefields && `fields=${ev.scopefields}`, ev.scopematch && `match=${ev.scopematch}`,
+    ev.scopeignorefields && `ignoreFields=${ev.scopeignorefields}`].filter(Boolean).join(" ") || "all";
+
+// The patch (§14). A type whose rules say patch: true has its updates carry
+// "patch", an RFC 6902 JSON Patch that turns the object as the stream last
+// published it (the one held) into the new object; with oldObject: false
+// the old object is not sent. The state needs only "object", always
+// complete; this example checks that the patch says the same.
+const unescape = (k) => k.replaceAll("~1", "/").replaceAll("~0", "~");
+const pointer = (p) => {
+  if (p === "") return [];
+  if (!p.startsWith("/")) throw new Error(`pointer ${JSON.stringify(p)} does not start with /`);
+  return p.slice(1).split("/").map(unescape);
+};
+const isContainer = (v) => typeof v === "object" && v !== null;
+const indexIn = (arr, k, end) => {
+  if (end && k === "-") return arr.length;
+  if (!/^(0|[1-9][0-9]*)$/.test(k) || Number(k) > arr.length - (end ? 0 : 1)) throw new Error(`index ${k} out of range`);
+  return Number(k);
+};
+const valueAt = (root, keys) => keys.reduce((node, k) => {
+  if (Array.isArray(node)) return node[indexIn(node, k, false)];
+  if (!isContainer(node) || !Object.hasOwn(node, k)) throw new Error(`no field ${k}`);
+  return node[k];
+}, root);
+// canonical is JSON with sorted keys: equal JSON values, equal strings.
+const canonical = (v) => JSON.stringify(v, (_, x) =>
+  isContainer(x) && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x);
+function applyPatch(doc, ops) {
+  let root = structuredClone(doc);
+  const add = (keys, value) => {
+    if (keys.length === 0) return void (root = value);
+    const parent = valueAt(root, keys.slice(0, -1)), k = keys.at(-1);
+    if (Array.isArray(parent)) parent.splice(indexIn(parent, k, true), 0, value);
+    else if (isContainer(parent)) parent[k] = value;
+    else throw new Error(`no object at ${k}`);
+  };
+  const remove = (keys) => {
+    if (keys.length === 0) throw new Error("remove of the whole document");
+    const parent = valueAt(root, keys.slice(0, -1)), k = keys.at(-1);
+    const old = valueAt(parent, [k]);
+    if (Array.isArray(parent)) parent.splice(indexIn(parent, k, false), 1);
+    else delete parent[k];
+    return old;
+  };
+  for (const op of ops) {
+    const path = pointer(op.path);
+    switch (op.op) {
+      case "add": add(path, structuredClone(op.value)); break;
+      case "remove": remove(path); break;
+      case "replace": if (path.length) remove(path); add(path, structuredClone(op.value)); break;
+      case "move": { const v = remove(pointer(op.from)); add(path, v); break; }
+      case "copy": add(path, structuredClone(valueAt(root, pointer(op.from)))); break;
+      case "test":
+        if (canonical(valueAt(root, path)) !== canonical(op.value)) throw new Error(`test of ${op.path} failed`);
+        break;
+      default: throw new Error(`unknown op ${op.op}`);
+    }
+  }
+  return root;
+}
+// patchProblem says what is wrong with the update's patch applied to base:
+// undefined when it gives the published object.
+function patchProblem(patch, base, object) {
+  try {
+    const got = applyPatch(base, patch);
+    return canonical(got) === canonical(object) ? undefined : "it does not give the published object";
+  } catch (e) {
+    return `it does not apply: ${e.message}`;
+  }
+}
 let live = false;
 
 function apply(m) {
@@ -138,6 +212,14 @@ function apply(m) {
   }
   snapshots.get(writer)?.seen.add(m.subject);
   const prev = state.get(m.subject);
+  const patch = ev.type === T + "object.updated" ? ev.data?.patch : undefined;
+  if (Array.isArray(patch)) {
+    // Its base is the object held, the one the subject's last message
+    // published; or the oldObject sent with it.
+    const base = prev?.uid === ev.uid ? prev.object : ev.data?.oldObject;
+    const problem = base === undefined ? undefined : patchProblem(patch, base, ev.data?.object);
+    if (problem) say(`patch-mismatch ${nameOf(m, ev)} rv=${ev.resourceversion} seq=${m.seq}: ${problem}`);
+  }
   if (ev.type === T + "object.deleted") {
     // A delete is a tombstone: the subject's only message until its TTL.
     // One of another uid than the subject holds (an earlier object of that
@@ -148,12 +230,15 @@ function apply(m) {
     // added, updated, snapshot.item: the object's newest state.
     if (prev?.uid === ev.uid && prev.rv === ev.resourceversion) {
       prev.writer = writer; // e.g. an item of an unchanged object, after a resize
+      // The same version, projected anew if the type's ignored fields
+      // changed: the base of the object's next patch.
+      if (ev.data?.object) prev.object = ev.data.object;
       return;
     }
     state.set(m.subject, { subject: nameOf(m, ev), uid: ev.uid, rv: ev.resourceversion, object: ev.data?.object, writer });
   }
   if (!live) return;
-  const extra = [ev.coalesced && `coalesced=${ev.coalesced}`, ev.finalstateunknown && "finalstateunknown",
+  const extra = [ev.coalesced && `coalesced=${ev.coalesced}`, Array.isArray(patch) && `patch=${patch.length}`, ev.finalstateunknown && "finalstateunknown",
     ev.truncated && "truncated (fetch it from the API server)"].filter(Boolean).join(" ");
   say(`${ev.type.split(".").pop()} ${nameOf(m, ev)} rv=${ev.resourceversion} seq=${m.seq} (${state.size} objects)${extra ? " " + extra : ""}`);
 }

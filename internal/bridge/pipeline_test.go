@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,12 +15,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/internal/intake"
 	"github.com/kubebridge/kubebridge/internal/metrics"
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -84,22 +83,6 @@ func (r *recordingStream) messages() []*nats.Msg {
 	defer r.mu.Unlock()
 	return append([]*nats.Msg(nil), r.stored...)
 }
-
-// mapCache is an intake.CacheReader over a fixed set of objects.
-type mapCache map[string]runtime.Object
-
-func (c mapCache) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func (c mapCache) Get(key string) (runtime.Object, bool) { o, ok := c[key]; return o, ok }
-
-func (c mapCache) HasSynced() bool { return true }
 
 // noReports is an intake's reports for tests that look at neither.
 var noReports = intake.Reports{Coalesced: func(*informers.Resource, int) {}, Unkeyed: func(informers.Change, error) {}}
@@ -164,7 +147,7 @@ func TestSnapshotEndCountsStoredItems(t *testing.T) {
 	var rereads atomic.Int64
 	m := metrics.New()
 	pb, stop := runPublishing(t, cfg, stream, publishingDeps{metrics: m, rereadLimits: func() { rereads.Add(1) }})
-	cache := mapCache{}
+	cache := fixtures.MapCache{}
 	for _, name := range []string{"a", "big", "never", "b"} {
 		cache["ns/"+name] = testCM("ns", name, "10")
 	}
@@ -239,7 +222,7 @@ func TestSnapshotterRetriesAFailedSnapshot(t *testing.T) {
 	pb, stop := runPublishing(t, cfg, stream, publishingDeps{metrics: m})
 	readies := 0
 	status := newTypeStatus(configMaps.String(), m, func() { readies++ })
-	s := &snapshotter{res: configMaps, src: mapCache{"ns/a": testCM("ns", "a", "1")}, intake: pb.intake, markers: pb.markers,
+	s := &snapshotter{res: configMaps, src: fixtures.MapCache{"ns/a": testCM("ns", "a", "1")}, intake: pb.intake, markers: pb.markers,
 		ids: newSnapshotIDs(time.Unix(0, 0)), metrics: m, status: status, minBackoff: time.Millisecond, maxBackoff: 4 * time.Millisecond, syncLogEvery: time.Hour}
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)

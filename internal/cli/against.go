@@ -2,19 +2,19 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubebridge/kubebridge/internal/rules"
 	"github.com/kubebridge/kubebridge/pkg/consume"
 )
 
@@ -29,6 +29,9 @@ type clusterDiff struct {
 	InCluster int    `json:"inCluster"`
 	// NotServed is set when the apiserver does not serve the type.
 	NotServed bool `json:"notServed,omitempty"`
+	// MatchErrors counts the listed objects the scope's match failed on:
+	// they count as in scope, as the bridge publishes them.
+	MatchErrors int `json:"matchErrors,omitempty"`
 	// Missing objects are listed but not in the replayed state; Extra
 	// ones the other way round; Differ are in both under another uid or
 	// resourceVersion.
@@ -47,27 +50,33 @@ type objectDiff struct {
 	Key     string    `json:"key"`
 	Stream  objectRef `json:"stream"`
 	Cluster objectRef `json:"cluster"`
+	// Fields, when the uids are the same, names the fields whose content
+	// differs (compared when the scope ignores fields: contract §11).
+	Fields string `json:"fields,omitempty"`
 }
 
 // compareWithCluster lists every type verify replayed from the
 // apiserver (metadata only) and records how the replayed states differ.
 func compareWithCluster(ctx context.Context, e *env, f verifyFlags, v *verifier, rep *report) error {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	loading := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kc := e.getenv("KUBECONFIG"); kc != "" {
-		rules.Precedence = filepath.SplitList(kc)
+		loading.Precedence = filepath.SplitList(kc)
 	}
-	rules.ExplicitPath = f.kubeconfig
+	loading.ExplicitPath = f.kubeconfig
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: f.kubeContext}
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, overrides).ClientConfig()
 	if err != nil {
 		return err
 	}
-	client, err := metadata.NewForConfig(rc)
-	if err != nil {
+	var l clusterLister
+	if l.meta, err = metadata.NewForConfig(rc); err != nil {
+		return err
+	}
+	if l.dyn, err = dynamic.NewForConfig(rc); err != nil {
 		return err
 	}
 	for _, tc := range v.types {
-		d, err := compareType(ctx, client, tc, f.namespace)
+		d, err := compareType(ctx, l, tc, f.namespace)
 		if err != nil {
 			return fmt.Errorf("%s: %w", tc.t.filter(), err)
 		}
@@ -89,53 +98,46 @@ func compareWithCluster(ctx context.Context, e *env, f verifyFlags, v *verifier,
 	return nil
 }
 
-func compareType(ctx context.Context, client metadata.Interface, tc *typeCheck, ns string) (clusterDiff, error) {
+func compareType(ctx context.Context, l clusterLister, tc *typeCheck, ns string) (clusterDiff, error) {
 	d := clusterDiff{Type: tc.t.filter()}
-	stream := map[string]objectRef{}
-	for _, o := range tc.a.Indexer(tc.t.filter()).List() {
-		m, err := meta.Accessor(o)
-		if err != nil {
-			return d, err
-		}
-		ref := objectRef{Key: keyOf(m.GetNamespace(), m.GetName()), UID: string(m.GetUID()), ResourceVersion: m.GetResourceVersion()}
-		stream[ref.Key] = ref
+	stream, objs, err := streamObjects(tc)
+	if err != nil {
+		return d, err
 	}
 	d.InStream = len(stream)
 	// Within the scope the bridge watches the type with, as its begin
 	// markers say: what it does not watch is not in the stream.
 	scope, _ := tc.a.Scope(tc.t.filter())
 	d.Scope = scopeOf(scope)
-	gvr := schema.GroupVersionResource{Group: tc.t.Group, Version: tc.t.Version, Resource: tc.t.Resource}
-	listed := map[string]objectRef{}
-	for _, n := range namespacesToList(scope.Namespaces, ns) {
-		opts := metav1.ListOptions{Limit: 500, LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector}
-		for {
-			list, err := client.Resource(gvr).Namespace(n).List(ctx, opts)
-			if apierrors.IsNotFound(err) {
-				d.NotServed = true
-				return d, nil
-			}
-			if err != nil {
-				return d, err
-			}
-			for _, it := range list.Items {
-				ref := objectRef{Key: keyOf(it.Namespace, it.Name), UID: string(it.UID), ResourceVersion: it.ResourceVersion}
-				listed[ref.Key] = ref
-			}
-			if opts.Continue = list.Continue; opts.Continue == "" {
-				break
-			}
-		}
+	r, err := scopeRules(scope)
+	if err != nil {
+		return d, err
+	}
+	listed, err := l.list(ctx, tc.t, scope, ns, r, &d)
+	if err != nil || d.NotServed {
+		return d, err
 	}
 	d.InCluster = len(listed)
+	// Updates of ignored fields only are not published: the stream's
+	// resourceVersion may be older than the cluster's, so the content is
+	// compared instead (contract §11).
+	byContent := len(scope.IgnoreFields) > 0
 	for _, k := range sortedKeys(listed) {
 		s, ok := stream[k]
 		c := listed[k]
 		switch {
 		case !ok:
-			d.Missing = append(d.Missing, c)
-		case s.UID != c.UID || s.ResourceVersion != c.ResourceVersion:
-			d.Differ = append(d.Differ, objectDiff{Key: k, Stream: s, Cluster: c})
+			d.Missing = append(d.Missing, c.ref)
+		case s.UID != c.ref.UID || !byContent && s.ResourceVersion != c.ref.ResourceVersion:
+			d.Differ = append(d.Differ, objectDiff{Key: k, Stream: s, Cluster: c.ref})
+		case byContent && s.ResourceVersion != c.ref.ResourceVersion && !tc.truncated[k]:
+			fields, err := contentDiff(objs[k], c.content)
+			if err != nil {
+				return d, fmt.Errorf("%s: %w", k, err)
+			}
+			if fields != "" {
+				d.Differ = append(d.Differ, objectDiff{Key: k, Stream: s, Cluster: c.ref, Fields: fields})
+			}
 		}
 	}
 	for _, k := range sortedKeys(stream) {
@@ -146,20 +148,34 @@ func compareType(ctx context.Context, client metadata.Interface, tc *typeCheck, 
 	return d, nil
 }
 
-// namespacesToList are the namespaces to list: those of the scope, or
-// only flagNS among them when it is set; flagNS ("" for all) without a
-// scope of namespaces. The scope's namespaces do not narrow a
-// cluster-scoped type: the bridge does not stamp them on its markers.
-func namespacesToList(scoped []string, flagNS string) []string {
-	switch {
-	case len(scoped) == 0:
-		return []string{flagNS}
-	case flagNS == "":
-		return scoped
-	case slices.Contains(scoped, flagNS):
-		return []string{flagNS}
+// streamObjects are the objects of the type's replayed state, by key.
+func streamObjects(tc *typeCheck) (map[string]objectRef, map[string]runtime.Object, error) {
+	refs, objs := map[string]objectRef{}, map[string]runtime.Object{}
+	for _, o := range tc.a.Indexer(tc.t.filter()).List() {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			return nil, nil, err
+		}
+		ref := objectRef{Key: keyOf(m.GetNamespace(), m.GetName()), UID: string(m.GetUID()), ResourceVersion: m.GetResourceVersion()}
+		refs[ref.Key] = ref
+		if ro, ok := o.(runtime.Object); ok {
+			objs[ref.Key] = ro
+		}
 	}
-	return nil
+	return refs, objs, nil
+}
+
+// scopeRules compiles the rules a scope says (match, ignored fields), nil
+// when it says none.
+func scopeRules(scope consume.Scope) (*rules.Rules, error) {
+	if scope.Match == "" && len(scope.IgnoreFields) == 0 {
+		return nil, nil
+	}
+	r, err := rules.Compile(rules.Spec{Match: scope.Match, IgnoreFields: scope.IgnoreFields, OldObject: true})
+	if err != nil {
+		return nil, fmt.Errorf("the rules of its begin markers: %w", err)
+	}
+	return r, nil
 }
 
 // scopeOf describes a scope for the report; "" for everything.
@@ -174,6 +190,14 @@ func scopeOf(s consume.Scope) string {
 	if s.FieldSelector != "" {
 		parts = append(parts, "fields "+s.FieldSelector)
 	}
+	if s.Match != "" {
+		parts = append(parts, "match "+s.Match)
+	}
+	if len(s.IgnoreFields) > 0 {
+		// Paths of strings always marshal.
+		b, _ := json.Marshal(s.IgnoreFields)
+		parts = append(parts, "ignoreFields "+string(b))
+	}
 	return strings.Join(parts, "; ")
 }
 
@@ -184,52 +208,11 @@ func keyOf(ns, name string) string {
 	return ns + "/" + name
 }
 
-func sortedKeys(m map[string]objectRef) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)
 	return ks
-}
-
-func (r report) writeAgainst(w io.Writer, maxPerKind int) {
-	if r.Against == nil {
-		return
-	}
-	fmt.Fprintln(w, "Against the cluster:")
-	for _, d := range r.Against {
-		if d.NotServed {
-			fmt.Fprintf(w, "  %s: %d in the stream; the apiserver does not serve the type\n", d.Type, d.InStream)
-			continue
-		}
-		within := ""
-		if d.Scope != "" {
-			within = " (within the bridge's scope: " + d.Scope + ")"
-		}
-		fmt.Fprintf(w, "  %s: %d in the stream, %d in the cluster%s: %d missing, %d extra, %d at another uid or resourceVersion\n",
-			d.Type, d.InStream, d.InCluster, within, len(d.Missing), len(d.Extra), len(d.Differ))
-		for i, m := range d.Missing {
-			if i == maxPerKind {
-				fmt.Fprintf(w, "    missing  … and %d more\n", len(d.Missing)-i)
-				break
-			}
-			fmt.Fprintf(w, "    missing  %s (uid %s, rv %s)\n", m.Key, m.UID, m.ResourceVersion)
-		}
-		for i, x := range d.Extra {
-			if i == maxPerKind {
-				fmt.Fprintf(w, "    extra    … and %d more\n", len(d.Extra)-i)
-				break
-			}
-			fmt.Fprintf(w, "    extra    %s (uid %s, rv %s)\n", x.Key, x.UID, x.ResourceVersion)
-		}
-		for i, x := range d.Differ {
-			if i == maxPerKind {
-				fmt.Fprintf(w, "    differs  … and %d more\n", len(d.Differ)-i)
-				break
-			}
-			fmt.Fprintf(w, "    differs  %s: stream uid %s rv %s, cluster uid %s rv %s\n", x.Key, x.Stream.UID, x.Stream.ResourceVersion, x.Cluster.UID, x.Cluster.ResourceVersion)
-		}
-	}
-	fmt.Fprintln(w)
 }

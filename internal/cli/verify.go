@@ -18,9 +18,13 @@ at least the items stored. Without resources every type is checked.
 It prints messages and events per type, snapshots, fenced events (written
 by a deposed leader: ignored by consumers, no breach) and every finding
 with its stream sequence. With --against-cluster (KUBECONFIG, else the
-in-cluster config) it lists each type from the apiserver and prints the
-objects missing from the replayed state, extra in it, or at another
-resourceVersion: scope it with -n when the bridge watches some namespaces.
+in-cluster config) it lists each type from the apiserver within the scope
+its begin markers say (namespaces, selectors, and the type's rules: only
+objects in match, their ignored fields removed) and prints the objects
+missing from the replayed state, extra in it, or at another uid or
+resourceVersion; when the type ignores fields, at other content instead
+(the resourceVersion lags for changes of ignored fields only). -n narrows
+it to one namespace.
 
 Exit code: 0 the contract holds (and the cluster agrees), 1 it is broken
 (or the cluster differs), 2 the stream could not be read.`

@@ -57,6 +57,9 @@ type typeCheck struct {
 	// unfinished counts snapshots whose begin was followed by another
 	// begin instead of their end (their bridge stopped meanwhile).
 	unfinished uint64
+	// truncated holds the keys of objects whose last event was truncated:
+	// their content is not compared with the cluster's.
+	truncated map[string]bool
 }
 
 // verifier replays messages in stream order and checks them.
@@ -107,7 +110,8 @@ func (v *verifier) typeOf(ev *consume.Event) (*typeCheck, error) {
 	}
 	// Markers read before the type showed up count for it too.
 	a.AddTermMarkers(v.terms...)
-	tc := &typeCheck{t: t, a: a, verbs: map[consume.Verb]uint64{}, items: map[string]int{}, open: map[contract.Shard]string{}, begun: map[contract.Shard]bool{}}
+	tc := &typeCheck{t: t, a: a, verbs: map[consume.Verb]uint64{}, items: map[string]int{}, open: map[contract.Shard]string{}, begun: map[contract.Shard]bool{},
+		truncated: map[string]bool{}}
 	v.types = append(v.types, tc)
 	return tc, nil
 }
@@ -172,6 +176,13 @@ func (v *verifier) message(seq uint64, msg *nats.Msg) error {
 		return nil
 	}
 	tc.verbs[ev.Verb]++
+	if !ev.Verb.IsMarker() {
+		if ev.Truncated && ev.Verb != consume.Deleted {
+			tc.truncated[ev.Key()] = true
+		} else {
+			delete(tc.truncated, ev.Key())
+		}
+	}
 	v.checkID(tc, ev, msg)
 	v.checkFraming(tc, ev)
 	return nil

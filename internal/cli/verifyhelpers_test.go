@@ -41,7 +41,8 @@ type verifyReport struct {
 			Key string `json:"key"`
 		} `json:"extra"`
 		Differ []struct {
-			Key string `json:"key"`
+			Key    string `json:"key"`
+			Fields string `json:"fields"`
 		} `json:"differ"`
 	} `json:"againstCluster"`
 }

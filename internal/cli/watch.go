@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +38,7 @@ func (f *watchFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&f.all, "all-namespaces", "A", false, "events of every namespace")
 	fs.BoolVar(&f.fromStart, "all", false, "start with the first message the stream holds, not with the next one stored")
 	fs.BoolVar(&f.snapshots, "snapshots", false, "print snapshot items and markers too")
-	fs.BoolVar(&f.diff, "diff", false, "print a diff of the old and new object (YAML) under each update")
+	fs.BoolVar(&f.diff, "diff", false, "print a diff of the old and new object (YAML) under each update, or its JSON Patch when the old object is not sent")
 	fs.StringVarP(&f.output, "output", "o", "", "output format: wide (adds the stream sequence and term) or json (one CloudEvent per line)")
 }
 
@@ -146,7 +147,20 @@ func printEvent(w io.Writer, ev *consume.Event, f watchFlags) error {
 		b.WriteString("  truncated")
 	}
 	b.WriteByte('\n')
-	if f.diff && ev.Verb == consume.Updated && ev.OldObject != nil {
+	if f.diff && ev.Verb == consume.Updated {
+		if err := writeDiff(&b, ev); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeDiff writes what an update changed: a diff of its old and new
+// object, or, when the old one is not sent (a type whose rules say
+// oldObject: false), its JSON Patch, an operation a line.
+func writeDiff(b *strings.Builder, ev *consume.Event) error {
+	if ev.OldObject != nil {
 		d, err := yamlDiff(ev.OldObject, ev.Object)
 		if err != nil {
 			return err
@@ -154,9 +168,19 @@ func printEvent(w io.Writer, ev *consume.Event, f watchFlags) error {
 		for _, l := range splitLines(d) {
 			b.WriteString("    " + l + "\n")
 		}
+		return nil
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	if len(ev.Patch) == 0 {
+		return nil
+	}
+	var ops []json.RawMessage
+	if err := json.Unmarshal(ev.Patch, &ops); err != nil {
+		return err
+	}
+	for _, op := range ops {
+		b.WriteString("    patch " + string(op) + "\n")
+	}
+	return nil
 }
 
 // yamlDiff diffs two objects as YAML.

@@ -15,7 +15,8 @@ import (
 // names the variable and its default, or says it is required, in
 // go-envconfig's syntax; the help tag is what --help prints.
 type Config struct {
-	Resources  Resources `env:"BRIDGE_RESOURCES, required" help:"Resource types to watch, ';' or newline separated, each as kubectl names it with optional '|'-separated scope: 'configmaps; deploy.apps | namespaces=web,api; pods | labels=app in (web,api) | fields=status.phase=Running'. Required."`
+	ConfigFile string    `env:"BRIDGE_CONFIG" help:"Path of the configuration file (YAML, apiVersion kubebridge.io/v1alpha1, kind BridgeConfiguration; README, The configuration file): its resources list the types to watch, as BRIDGE_RESOURCES does, each with optional publishing rules (match, ignoreFields, when, patch, oldObject). Give the types here or in BRIDGE_RESOURCES, not both."`
+	Resources  Resources `env:"BRIDGE_RESOURCES, required" help:"Resource types to watch, ';' or newline separated, each as kubectl names it with optional '|'-separated scope: 'configmaps; deploy.apps | namespaces=web,api; pods | labels=app in (web,api) | fields=status.phase=Running'. Required, unless the file of BRIDGE_CONFIG lists resources."`
 	Namespaces []string  `env:"BRIDGE_NAMESPACES" help:"Comma-separated namespaces watched by every namespaced type without its own namespaces=; empty means all namespaces."`
 
 	ClusterName   string `env:"BRIDGE_CLUSTER_NAME, default=default" help:"Name of this cluster in subjects, the event source and the cluster extension (a DNS label)."`
@@ -101,14 +102,42 @@ var ErrInvalid = errors.New("invalid configuration")
 // Is makes errors.Is(err, ErrInvalid) true for an *Error.
 func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
+// LoadOption configures Load.
+type LoadOption func(*loadOptions) error
+
+type loadOptions struct {
+	readFile func(path string) ([]byte, error)
+}
+
+// WithReadFile makes Load read the configuration file (BRIDGE_CONFIG)
+// with read instead of os.ReadFile: for a test that has the file's
+// content but not at its path, as a pod's mounted ConfigMap.
+func WithReadFile(read func(path string) ([]byte, error)) LoadOption {
+	return func(o *loadOptions) error {
+		if read == nil {
+			return errors.New("config: WithReadFile(nil)")
+		}
+		o.readFile = read
+		return nil
+	}
+}
+
 // Load reads the configuration through lookup (nil: the process
-// environment) and checks it. All problems are returned together.
-func Load(ctx context.Context, lookup envconfig.Lookuper) (*Config, error) {
+// environment), and the configuration file BRIDGE_CONFIG names, and checks
+// them. All problems are returned together.
+func Load(ctx context.Context, lookup envconfig.Lookuper, opts ...LoadOption) (*Config, error) {
+	lo := loadOptions{readFile: os.ReadFile}
+	for _, opt := range opts {
+		if err := opt(&lo); err != nil {
+			return nil, err
+		}
+	}
 	if lookup == nil {
 		lookup = envconfig.OsLookuper()
 	}
 	var c Config
 	problems, bad := c.decode(ctx, lookup)
+	problems = append(problems, c.readFile(lookup, lo.readFile, bad)...)
 	problems = append(problems, c.validate(lookup, bad)...)
 	if len(problems) > 0 {
 		return nil, &Error{Problems: problems}

@@ -14,10 +14,12 @@ import (
 // go-envconfig's own decoding: envconfig stops at the first value it
 // cannot decode, and decoding alone is how every other is still read. A
 // variable set to "" counts as unset, so it takes its default:
-// BRIDGE_REDACT_SECRETS= must not turn redaction off. A variable that
-// cannot be decoded is reported and takes its default too, so that no
-// single mistake hides another in the checks that follow. It returns the
-// problems, one line per variable, and the variables they name.
+// BRIDGE_REDACT_SECRETS= must not turn redaction off. A required variable
+// that is unset is left to validate, which knows whether the configuration
+// file stands in for it. A variable that cannot be decoded is reported and
+// takes its default too, so that no single mistake hides another in the
+// checks that follow. It returns the problems, one line per variable, and
+// the variables they name.
 func (c *Config) decode(ctx context.Context, lookup envconfig.Lookuper) (problems []string, bad map[string]bool) {
 	set := envconfig.LookuperFunc(func(k string) (string, bool) {
 		if v, ok := lookup.Lookup(k); ok && v != "" {
@@ -31,6 +33,9 @@ func (c *Config) decode(ctx context.Context, lookup envconfig.Lookuper) (problem
 		f := v.Type().Field(i)
 		key := parseEnvTag(f).key
 		val, err := decodeField(ctx, f, set)
+		if errors.Is(err, envconfig.ErrMissingRequired) {
+			val, err = reflect.Zero(f.Type), nil // requiredRules
+		}
 		if err != nil {
 			raw, _ := set.Lookup(key)
 			problems = append(problems, decodeProblem(key, raw, err))
@@ -56,9 +61,6 @@ func decodeField(ctx context.Context, f reflect.StructField, lookup envconfig.Lo
 // decodeProblem is the line reporting that variable key, set to raw,
 // could not be decoded.
 func decodeProblem(key, raw string, err error) string {
-	if errors.Is(err, envconfig.ErrMissingRequired) {
-		return key + missing(key)
-	}
 	// ProcessWith wraps the decoder's error in the field's name; the
 	// variable's name says more.
 	if cause := errors.Unwrap(err); cause != nil {
@@ -74,7 +76,7 @@ func decodeProblem(key, raw string, err error) string {
 // after its name.
 func missing(key string) string {
 	if key == "BRIDGE_RESOURCES" {
-		return ": required: name the resource types to watch, e.g. BRIDGE_RESOURCES='configmaps; deployments.apps'"
+		return ": required: name the resource types to watch, e.g. BRIDGE_RESOURCES='configmaps; deployments.apps', or list them in the resources of the configuration file BRIDGE_CONFIG names"
 	}
 	return ": required"
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"reflect"
 	"regexp"
 	"slices"
 	"time"
@@ -41,6 +42,7 @@ func (c *Config) validate(lookup envconfig.Lookuper, bad map[string]bool) []stri
 	podName := c.resolveShard(lookup)
 	c.resolveLease(lookup)
 	return brokenRules(
+		c.requiredRules(bad),
 		c.nameRules(bad),
 		c.durationRules(),
 		c.limitRules(),
@@ -59,7 +61,6 @@ var (
 
 func (c *Config) nameRules(bad map[string]bool) []rule {
 	rules := []rule{
-		{"BRIDGE_RESOURCES", len(c.Resources) == 0 && !bad["BRIDGE_RESOURCES"], missing("BRIDGE_RESOURCES")},
 		{"BRIDGE_CLUSTER_NAME", !isDNSLabel(c.ClusterName), fmt.Sprintf("=%q: must be a DNS label: lowercase letters, digits and '-', at most 63", c.ClusterName)},
 		{"BRIDGE_SUBJECT_PREFIX", !prefixRE.MatchString(c.SubjectPrefix), fmt.Sprintf("=%q: must be dot-separated tokens of letters, digits, '-' and '_' (no wildcards)", c.SubjectPrefix)},
 		{"BRIDGE_STREAM_NAME", !streamNameRE.MatchString(c.StreamName), fmt.Sprintf("=%q: must be letters, digits, '-' and '_'", c.StreamName)},
@@ -68,6 +69,22 @@ func (c *Config) nameRules(bad map[string]bool) []rule {
 	for _, ns := range c.Namespaces {
 		errs := validation.IsDNS1123Label(ns)
 		rules = append(rules, rule{"BRIDGE_NAMESPACES", len(errs) > 0, fmt.Sprintf(": %q is not a namespace name: %s", ns, first(errs))})
+	}
+	return rules
+}
+
+// requiredRules report every required variable that is unset, or set to
+// nothing (BRIDGE_RESOURCES=";"), and not reported by decode already. The
+// configuration file's resources, read by then, stand in for
+// BRIDGE_RESOURCES.
+func (c *Config) requiredRules(bad map[string]bool) []rule {
+	var rules []rule
+	v := reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		tag := parseEnvTag(v.Type().Field(i))
+		if tag.required {
+			rules = append(rules, rule{tag.key, v.Field(i).IsZero() && !bad[tag.key], missing(tag.key)})
+		}
 	}
 	return rules
 }

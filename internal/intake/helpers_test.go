@@ -2,15 +2,14 @@ package intake
 
 import (
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -38,20 +37,6 @@ func newTestIntake() (*Intake, coalescedCount) {
 	counts := coalescedCount{}
 	return New(func() time.Time { return time.Unix(0, 0) }, Reports{Coalesced: func(r *informers.Resource, n int) { counts[r] += n }, Unkeyed: noReports.Unkeyed}), counts
 }
-
-// mapCache is a CacheReader over a fixed set of objects.
-type mapCache map[string]runtime.Object
-
-func (c mapCache) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func (c mapCache) Get(key string) (runtime.Object, bool) { o, ok := c[key]; return o, ok }
 
 // drain takes everything the intake hands on, settling each at once.
 func drain(t testing.TB, in *Intake) []Work {
@@ -170,26 +155,18 @@ func describeWork(ws []Work) string {
 		if w.Change.OldObject != nil {
 			old = resourceVersionOf(w.Change.OldObject) + "→"
 		}
-		s += fmt.Sprintf("[%s %s %s%s c=%d] ", w.Change.Verb, objectName(w.Change.Object), old, rv, w.Change.Coalesced)
+		s += fmt.Sprintf("[%s %s %s%s c=%d] ", w.Change.Verb, keyOf(w.Change.Object), old, rv, w.Change.Coalesced)
 	}
 	return s
 }
 
-func objectName(obj runtime.Object) string {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return ""
-	}
-	if ns := m.GetNamespace(); ns != "" {
-		return ns + "/" + m.GetName()
-	}
-	return m.GetName()
+// keyOf is obj's cache key, as the informer's store makes it.
+func keyOf(obj runtime.Object) string {
+	key, _ := cache.MetaNamespaceKeyFunc(obj)
+	return key
 }
 
+// resourceVersionOf is obj's resourceVersion; every object here has meta.
 func resourceVersionOf(obj runtime.Object) string {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return ""
-	}
-	return m.GetResourceVersion()
+	return obj.(metav1.Object).GetResourceVersion()
 }

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -144,7 +145,7 @@ func TestIntakeLagStartsAtTheOldestChange(t *testing.T) {
 	a4 := intakeCM("a", "u1", "4")
 	inFlight := func() Work { in.Add(at(live(informers.Updated, a4, a3), 40)); return drain1(t, in) }()
 	in.Add(at(live(informers.Updated, intakeCM("a", "u1", "5"), a4), 50)) // waits behind the one in flight
-	in.RequestSnapshot(configMaps, mapCache{"ns/a": intakeCM("a", "u1", "5"), "ns/b": b1}, informers.Scope{}, "s1")
+	in.RequestSnapshot(configMaps, fixtures.MapCache{"ns/a": intakeCM("a", "u1", "5"), "ns/b": b1}, informers.Scope{}, "s1")
 	drain1(t, in) // begin
 	if w, ok := tryTake(t, in); ok && w.Ref.Key == "ns/a" {
 		t.Fatalf("took %s while a's change is in flight", describeWork([]Work{w}))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -15,7 +16,7 @@ import (
 // snapshot steps, and none is lost.
 func TestIntakeLiveChangesInterleaveWithSnapshot(t *testing.T) {
 	in, _ := newTestIntake()
-	cache := mapCache{}
+	cache := fixtures.MapCache{}
 	for i := range 5000 {
 		cache[fmt.Sprintf("ns/s%04d", i)] = intakeCM(fmt.Sprintf("s%04d", i), fmt.Sprint("su", i), "1")
 	}
@@ -71,7 +72,7 @@ func TestIntakeLiveChangesInterleaveWithSnapshot(t *testing.T) {
 // step after every liveBurst live changes.
 func TestIntakeSnapshotNotStarved(t *testing.T) {
 	in, _ := newTestIntake()
-	cache := mapCache{"ns/x": intakeCM("x", "ux", "1"), "ns/y": intakeCM("y", "uy", "1")}
+	cache := fixtures.MapCache{"ns/x": intakeCM("x", "ux", "1"), "ns/y": intakeCM("y", "uy", "1")}
 	in.RequestSnapshot(configMaps, cache, informers.Scope{}, "s1")
 	steps := 0
 	for i := 0; steps < 4 && i < 10*liveBurst; i++ {
@@ -98,7 +99,7 @@ func TestIntakeDeferredItem(t *testing.T) {
 	in.Add(live(informers.Updated, a2, a1))
 	inFlight := drain1(t, in)
 	in.Add(live(informers.Updated, a3, a2)) // waits behind the one in flight
-	in.RequestSnapshot(configMaps, mapCache{"ns/a": a3}, informers.Scope{}, "s1")
+	in.RequestSnapshot(configMaps, fixtures.MapCache{"ns/a": a3}, informers.Scope{}, "s1")
 	if w := drain1(t, in); w.Change.Verb != informers.SnapshotBegin {
 		t.Fatalf("took %s, want begin", w.Change.Verb)
 	}
@@ -119,7 +120,7 @@ func TestIntakeDeferredItem(t *testing.T) {
 // comes back, truncated, before it.
 func TestIntakeRequeueBeforeEnd(t *testing.T) {
 	in, _ := newTestIntake()
-	in.RequestSnapshot(configMaps, mapCache{"ns/big": intakeCM("big", "ub", "5")}, informers.Scope{}, "s1")
+	in.RequestSnapshot(configMaps, fixtures.MapCache{"ns/big": intakeCM("big", "ub", "5")}, informers.Scope{}, "s1")
 	drain1(t, in) // begin
 	item := drain1(t, in)
 	if item.Change.Verb != informers.SnapshotItem {
@@ -149,7 +150,7 @@ func TestIntakeRequeueBeforeEnd(t *testing.T) {
 func TestIntakeItemAheadOfItsAdded(t *testing.T) {
 	in, _ := newTestIntake()
 	a := intakeCM("a", "u1", "1")
-	in.RequestSnapshot(configMaps, mapCache{"ns/a": a}, informers.Scope{}, "s1")
+	in.RequestSnapshot(configMaps, fixtures.MapCache{"ns/a": a}, informers.Scope{}, "s1")
 	if w := drain1(t, in); w.Change.Verb != informers.SnapshotBegin {
 		t.Fatalf("first %s, want the begin marker", w.Change.Verb)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
 
@@ -44,7 +45,7 @@ func TestWithheldUpdateMeetsOtherChanges(t *testing.T) {
 	in.Add(live(informers.Deleted, intakeCM("d", "ud", "3"), nil))
 
 	in.Withhold(live(informers.Updated, intakeCM("s", "us", "2"), intakeCM("s", "us", "1")))
-	in.RequestSnapshot(configMaps, mapCache{"ns/s": intakeCM("s", "us", "2")}, informers.Scope{}, "s1")
+	in.RequestSnapshot(configMaps, fixtures.MapCache{"ns/s": intakeCM("s", "us", "2")}, informers.Scope{}, "s1")
 
 	in.Add(live(informers.Updated, intakeCM("w", "uw", "2"), intakeCM("w", "uw", "1")))
 	in.Withhold(live(informers.Updated, intakeCM("w", "uw", "3"), intakeCM("w", "uw", "2")))

@@ -59,6 +59,18 @@ type State struct {
 	// Foreign lists the messages ignored because no term marker backs
 	// their term (the term rule, contract §3): not from a bridge.
 	Foreign []string
+	// Scopes holds, per type, the scope its last begin marker said
+	// (contract §1): compare the state with the cluster within it.
+	Scopes map[string]Scope
+	// Patches counts the updates applied that carried a patch (contract
+	// §14).
+	Patches int
+	// PatchMismatches lists every patch that does not turn the update's
+	// oldObject, when sent, or the object held (of the same uid) into its
+	// object, and every patch on another event than an update. A reader
+	// that missed messages of the object (compaction, §8) holds an older
+	// base than the patch's, which shows here too.
+	PatchMismatches []string
 
 	subjects contract.Subjects
 	terms    map[string]*shardTerm      // shard → its term markers and highest term
@@ -70,7 +82,7 @@ type State struct {
 
 // NewState returns an empty state for a cluster's subjects.
 func NewState(subjects contract.Subjects) *State {
-	return &State{Objects: map[string]Object{}, Snapshots: map[string]int{}, Changes: map[string]int{}, subjects: subjects,
+	return &State{Objects: map[string]Object{}, Snapshots: map[string]int{}, Changes: map[string]int{}, Scopes: map[string]Scope{}, subjects: subjects,
 		terms: map[string]*shardTerm{}, seen: map[string]map[string]bool{}, open: map[string]string{}, lastRV: map[string]string{}, deleted: map[string]bool{}}
 }
 
@@ -104,6 +116,11 @@ func (s *State) Apply(m Message) error {
 	frame := typ + " " + shard
 	switch m.Event.Type() {
 	case contract.TypeSnapshotBegin:
+		scope, err := scopeOf(m)
+		if err != nil {
+			return fmt.Errorf("seq %d %s: %w", m.Seq, m.Subject, err)
+		}
+		s.Scopes[typ] = scope
 		s.open[frame] = m.Ext(contract.ExtSnapshotID)
 		s.seen[frame] = map[string]bool{}
 		return nil
@@ -176,7 +193,13 @@ func (s *State) applyObject(typ, shard, frame string, m Message) error {
 	}
 	uid, rv := m.Ext(contract.ExtUID), m.Ext(contract.ExtResourceVersion)
 	key := typ + " " + uid
-	s.checkRV(key, uid, rv, m)
+	var prev []byte
+	if o, ok := s.Objects[m.Subject]; ok && o.UID == uid {
+		prev = o.Data
+	}
+	s.checkPatch(m, prev)
+	newer := s.newerThanLast(key, rv)
+	regressed := s.checkRV(key, uid, rv, m)
 	if seen := s.seen[frame]; seen != nil {
 		seen[m.Subject] = true
 	}
@@ -192,22 +215,43 @@ func (s *State) applyObject(typ, shard, frame string, m Message) error {
 		return nil
 	}
 	if s.deleted[key] {
-		// A uid is never reused: an object that comes back after its
-		// delete is an older state published too late.
-		s.Regressions = append(s.Regressions, fmt.Sprintf("seq %d %s %s uid %s rv %s: after the deleted event of that uid", m.Seq, m.Event.Type(), m.Subject, uid, rv))
+		if newer {
+			// The object left the type's match (its deleted event) and
+			// entered it again (contract §12).
+			delete(s.deleted, key)
+		} else if !regressed {
+			// A uid is never reused: an object that comes back after its
+			// delete at no newer version is an older state published too
+			// late.
+			s.Regressions = append(s.Regressions, fmt.Sprintf("seq %d %s %s uid %s rv %s: after the deleted event of that uid", m.Seq, m.Event.Type(), m.Subject, uid, rv))
+		}
 	}
 	s.Objects[m.Subject] = Object{Type: typ, Subject: m.Subject, UID: uid, ResourceVersion: rv, Data: m.Data, Shard: shard}
 	return nil
 }
 
+// newerThanLast reports whether rv is newer than the last resourceVersion
+// applied for key (the object's type and uid).
+func (s *State) newerThanLast(key, rv string) bool {
+	prev, ok := s.lastRV[key]
+	if !ok {
+		return false
+	}
+	cmp, err := resourceversion.CompareResourceVersion(rv, prev)
+	return err == nil && cmp > 0
+}
+
 // checkRV records a regression if rv is older than the last
 // resourceVersion applied for key (the object's type and uid), and makes
-// rv the last.
-func (s *State) checkRV(key, uid, rv string, m Message) {
+// rv the last. It reports whether it recorded one.
+func (s *State) checkRV(key, uid, rv string, m Message) bool {
+	regressed := false
 	if prev, ok := s.lastRV[key]; ok {
 		if cmp, err := resourceversion.CompareResourceVersion(rv, prev); err == nil && cmp < 0 {
 			s.Regressions = append(s.Regressions, fmt.Sprintf("seq %d %s %s uid %s: rv %s after %s", m.Seq, m.Event.Type(), m.Subject, uid, rv, prev))
+			regressed = true
 		}
 	}
 	s.lastRV[key] = rv
+	return regressed
 }

@@ -11,8 +11,9 @@ type ViolationKind string
 // The checks an Applier (and so a State) makes while it applies events.
 const (
 	// Regression: an object (a uid of a type) went back to an older
-	// resourceVersion, or came back after its deleted event. The event
-	// is not applied.
+	// resourceVersion, or came back after its deleted event at no newer
+	// resourceVersion (newer: it entered the type's match again,
+	// contract §12). The event is not applied.
 	Regression ViolationKind = "regression"
 	// EndWithoutBegin: a snapshot end marker whose begin marker was not
 	// the last begin read, although begin markers of its type were read

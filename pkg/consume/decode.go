@@ -1,6 +1,7 @@
 package consume
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,11 +103,8 @@ func (d *decoder) decodeEvent(seq uint64, msg *nats.Msg) (*Event, error) {
 		if verb == SnapshotEnd {
 			return ev, d.parseEnd(ev, ext)
 		}
-		ev.Scope = Scope{LabelSelector: ext(contract.ExtScopeLabels), FieldSelector: ext(contract.ExtScopeFields)}
-		if ns := ext(contract.ExtScopeNamespaces); ns != "" {
-			ev.Scope.Namespaces = strings.Split(ns, ",")
-		}
-		return ev, nil
+		ev.Scope, err = scopeOf(ext)
+		return ev, err
 	}
 	if verb == SnapshotItem && ev.SnapshotID == "" {
 		return nil, fmt.Errorf("snapshot item without %s", contract.ExtSnapshotID)
@@ -115,6 +113,27 @@ func (d *decoder) decodeEvent(seq uint64, msg *nats.Msg) (*Event, error) {
 		return nil, err
 	}
 	return ev, d.decodeObjects(ev, ext)
+}
+
+// scopeOf reads the scope extensions of a begin marker (contract §1).
+func scopeOf(ext func(string) string) (Scope, error) {
+	s := Scope{LabelSelector: ext(contract.ExtScopeLabels), FieldSelector: ext(contract.ExtScopeFields), Match: ext(contract.ExtScopeMatch)}
+	if ns := ext(contract.ExtScopeNamespaces); ns != "" {
+		s.Namespaces = strings.Split(ns, ",")
+	}
+	v := ext(contract.ExtScopeIgnoreFields)
+	if v == "" {
+		return s, nil
+	}
+	if err := json.Unmarshal([]byte(v), &s.IgnoreFields); err != nil {
+		return Scope{}, fmt.Errorf("%s %q is not a JSON array of paths: %w", contract.ExtScopeIgnoreFields, v, err)
+	}
+	for _, p := range s.IgnoreFields {
+		if len(p) == 0 {
+			return Scope{}, fmt.Errorf("%s %q has an empty path", contract.ExtScopeIgnoreFields, v)
+		}
+	}
+	return s, nil
 }
 
 // shardOf reads the shard extension: the zero Shard when it is absent or
@@ -253,8 +272,9 @@ func (d *decoder) decodeObjects(ev *Event, ext func(string) string) error {
 // typedData is the payload decoded straight into the objects' Go types:
 // one pass over the data, instead of one to split it and one per object.
 type typedData struct {
-	Object    any `json:"object"`
-	OldObject any `json:"oldObject"`
+	Object    any             `json:"object"`
+	OldObject any             `json:"oldObject"`
+	Patch     json.RawMessage `json:"patch"`
 }
 
 // decodeTyped decodes the objects into the Go type the scheme has for gvk.
@@ -276,6 +296,9 @@ func (d *decoder) decodeTyped(ev *Event, gvk schema.GroupVersionKind) error {
 	}
 	if w.Object == nil {
 		return fmt.Errorf("%s event without an object", ev.Verb)
+	}
+	if ev.Patch, err = patchOf(ev.Verb, w.Patch); err != nil {
+		return err
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	ev.Object = obj
@@ -299,6 +322,10 @@ func (d *decoder) decodeUnstructured(ev *Event) error {
 	if len(data.Object) == 0 {
 		return fmt.Errorf("%s event without an object", ev.Verb)
 	}
+	var err error
+	if ev.Patch, err = patchOf(ev.Verb, json.RawMessage(data.Patch)); err != nil {
+		return err
+	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(data.Object); err != nil {
 		return fmt.Errorf("object: %w", err)
@@ -312,4 +339,20 @@ func (d *decoder) decodeUnstructured(ev *Event) error {
 		ev.OldObject = old
 	}
 	return nil
+}
+
+// patchOf checks the patch of an event's data (contract §14): absent
+// (nil, or null), or a JSON array on an update.
+func patchOf(verb Verb, p json.RawMessage) (json.RawMessage, error) {
+	p = bytes.TrimSpace(p)
+	if len(p) == 0 || string(p) == "null" {
+		return nil, nil
+	}
+	if verb != Updated {
+		return nil, fmt.Errorf("a patch on a %s event: only updates carry one", verb)
+	}
+	if p[0] != '[' {
+		return nil, fmt.Errorf("patch %.40s is not a JSON array", p)
+	}
+	return p, nil
 }

@@ -40,6 +40,12 @@
 // other than a bridge of the cluster) a *Violation of kind Foreign: never
 // applied, never silently dropped.
 //
+// A type the bridge publishes with rules (contract 1.3, §11 to §14) has
+// its ignored fields removed from every object; an update may carry its
+// RFC 6902 JSON Patch (Event.Patch) and leave out the old object
+// (OldObject nil). Object is always complete, and is all a State needs. A
+// begin marker's Scope says the type's match and ignored fields.
+//
 // # State
 //
 // Client.NewState rebuilds the current objects of one or more types and
@@ -61,7 +67,9 @@
 // While it applies events a State checks the contract and reports what
 // breaks it, through Hooks.OnViolation and Stats, without stopping
 // (StopOnViolation makes a breach fatal): a resourceVersion that goes back
-// for an object (uid), an event of a uid after its delete, an end marker
+// for an object (uid), an event of a uid after its delete at no newer
+// resourceVersion (a newer one is the object entering the type's match
+// again, contract §12), an end marker
 // without its begin, an event id applied twice, an undecodable message.
 // Events that break the contract are not applied. A delete of an object
 // not held is fine: it was swept, or its name holds a newer object. A

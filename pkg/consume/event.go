@@ -1,6 +1,8 @@
 package consume
 
 import (
+	"encoding/json"
+
 	"github.com/cloudevents/sdk-go/v2/event"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -64,8 +66,16 @@ type Event struct {
 	// scheme knows its kind (*corev1.ConfigMap, …), else into
 	// *unstructured.Unstructured. Nil on markers.
 	Object runtime.Object
-	// OldObject is the state before an update; nil otherwise.
+	// OldObject is the state before an update, as the stream last
+	// published the object (contract §5, §13); nil otherwise, and on an
+	// update of a type whose rules leave it out (oldObject: false).
 	OldObject runtime.Object
+	// Patch is the RFC 6902 JSON Patch (a JSON array, raw) that an update
+	// of a type whose rules ask for it (patch: true) carries: applied to
+	// the object as the stream last published it (OldObject, sent or
+	// not) it gives Object (contract §14). Nil when the event has none.
+	// Object is complete either way: State and Applier never need it.
+	Patch json.RawMessage
 
 	// Term is the term the event was written in: the stream sequence of
 	// its bridge's term marker, 0 when the bridge predates terms.
@@ -118,9 +128,18 @@ type Scope struct {
 	// LabelSelector and FieldSelector, in the API server's syntax.
 	LabelSelector string
 	FieldSelector string
+	// Match is the type's match rule (contract §12), a CEL expression
+	// over object: only the objects it is true for are in the stream.
+	// Empty: every object is.
+	Match string
+	// IgnoreFields are the paths of keys removed from every published
+	// object (contract §11). Compare the cluster's objects with the
+	// stream's after removing them, and without metadata.resourceVersion,
+	// which lags for updates of ignored fields only.
+	IgnoreFields [][]string
 }
 
-// IsZero reports whether the scope is everything.
+// IsZero reports whether the scope is everything, every field published.
 func (s Scope) IsZero() bool {
-	return len(s.Namespaces) == 0 && s.LabelSelector == "" && s.FieldSelector == ""
+	return len(s.Namespaces) == 0 && s.LabelSelector == "" && s.FieldSelector == "" && s.Match == "" && len(s.IgnoreFields) == 0
 }

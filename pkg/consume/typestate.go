@@ -230,7 +230,10 @@ func (t *typeState) remove(obj any) {
 }
 
 // check finds what the event breaks: an older resourceVersion than the
-// last applied, an id applied before, or a change after the delete.
+// last applied, an id applied before, or a change after the delete that is
+// not newer than it. (An object that leaves a type's match is deleted, and
+// comes back with a newer resourceVersion when it enters it again: contract
+// §12.)
 func (r *uidRecord) check(ev *Event, idHash uint64) *Violation {
 	v := &Violation{Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID()}
 	cmp, err := resourceversion.CompareResourceVersion(ev.ResourceVersion, r.rv)
@@ -239,7 +242,7 @@ func (r *uidRecord) check(ev *Event, idHash uint64) *Violation {
 		v.Kind, v.Detail = Regression, fmt.Sprintf("%s of uid %s: resourceVersion %s after %s", ev.Verb, ev.UID, ev.ResourceVersion, r.rv)
 	case (err != nil || cmp == 0) && slices.Contains(r.ids, idHash):
 		v.Kind, v.Detail = DuplicateID, fmt.Sprintf("%s of uid %s at resourceVersion %s applied before", ev.Verb, ev.UID, ev.ResourceVersion)
-	case r.deleted && ev.Verb != Deleted:
+	case r.deleted && ev.Verb != Deleted && (err != nil || cmp == 0):
 		v.Kind, v.Detail = Regression, fmt.Sprintf("%s of uid %s at resourceVersion %s after its deleted event", ev.Verb, ev.UID, ev.ResourceVersion)
 	default:
 		return nil
@@ -250,6 +253,11 @@ func (r *uidRecord) check(ev *Event, idHash uint64) *Violation {
 func (r *uidRecord) record(ev *Event, idHash uint64) {
 	if r.rv != ev.ResourceVersion {
 		r.ids = r.ids[:0]
+	}
+	if ev.Verb != Deleted {
+		// Newer than its delete (checked): the object entered the
+		// type's match again.
+		r.deleted = false
 	}
 	r.rv, r.seq = ev.ResourceVersion, ev.Seq
 	r.ids = append(r.ids, idHash)

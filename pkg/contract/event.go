@@ -41,12 +41,14 @@ const (
 	ExtScopeNamespaces = "scopenamespaces"
 	ExtScopeLabels     = "scopelabels"
 	ExtScopeFields     = "scopefields"
-	// ExtScopeMatch and ExtScopeIgnoreFields, on a snapshot begin marker,
-	// are the type's rules that shape the stream's state: the CEL
-	// expression an object must match to be published, and the paths
-	// removed from every published object, as compact JSON
-	// ([["status"],["metadata","annotations","a"]]). Absent means none.
-	ExtScopeMatch        = "scopematch"
+	// ExtScopeMatch, on a snapshot begin marker, is the type's match rule
+	// (contract §12): the CEL expression over object that an object is in
+	// scope while it is true for. Absent: every object is.
+	ExtScopeMatch = "scopematch"
+	// ExtScopeIgnoreFields, on a snapshot begin marker, is the type's
+	// ignoreFields (§11): the paths removed from every published object,
+	// as compact JSON, e.g. [["status"],["metadata","annotations","x"]].
+	// Absent: none.
 	ExtScopeIgnoreFields = "scopeignorefields"
 	// ExtTerm is the stream sequence of the term marker of the bridge that
 	// wrote the event, in decimal (a string: sequences outgrow the
@@ -100,6 +102,10 @@ const ContentTypeJSON = "application/json"
 type Data struct {
 	Object    RawJSON `json:"object,omitempty"`
 	OldObject RawJSON `json:"oldObject,omitempty"`
+	// Patch, on an update of a type whose rules ask for it (§14), is the
+	// RFC 6902 JSON Patch from the published oldObject, sent or not, to
+	// the published object.
+	Patch RawJSON `json:"patch,omitempty"`
 }
 
 // RawJSON is encoded JSON kept as it is, as json.RawMessage is; declared
@@ -127,7 +133,7 @@ func (m *RawJSON) UnmarshalJSON(data []byte) error {
 // §0) the bridge writes, major.minor. Every term marker carries it. A
 // reader accepts a newer minor (additions it may ignore) and refuses a
 // major it does not know.
-const ContractVersion = "1.2"
+const ContractVersion = "1.3"
 
 // ContractMajor returns the major version of a contract version string
 // ("1.2" → 1); a term marker without one is 1.0.

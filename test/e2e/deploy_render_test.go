@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -393,13 +395,14 @@ func deployBridgeConfig(t *testing.T, objs []*unstructured.Unstructured, ns stri
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	read := deployMountedFiles(d.template.Spec, c, objs, d.Namespace)
 	var cfg *config.Config
 	var leases []string
 	for _, pod := range d.podNames {
 		if _, ok := env["POD_NAME"]; ok {
 			env["POD_NAME"] = pod
 		}
-		c, err := config.Load(ctx, envconfig.MapLookuper(env))
+		c, err := config.Load(ctx, envconfig.MapLookuper(env), config.WithReadFile(read))
 		if err != nil {
 			t.Fatalf("the bridge's settings do not load (pod %s): %v", pod, err)
 		}
@@ -448,4 +451,33 @@ func deployCleanup(t *testing.T, cs kubernetes.Interface, dyn dynamic.Interface,
 			t.Logf("cleanup: delete namespace %s: %v", ns, err)
 		}
 	})
+}
+
+// deployMountedFiles reads files as container c of a pod with spec sees
+// them: the keys of the ConfigMaps of objs (in namespace ns) it mounts, at
+// their mount paths (the bridge's configuration file, BRIDGE_CONFIG).
+func deployMountedFiles(spec corev1.PodSpec, c corev1.Container, objs []*unstructured.Unstructured, ns string) func(string) ([]byte, error) {
+	files := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		for _, v := range spec.Volumes {
+			if v.Name != m.Name || v.ConfigMap == nil {
+				continue
+			}
+			for _, o := range objs {
+				if o.GetKind() == "ConfigMap" && o.GroupVersionKind().Group == "" && o.GetNamespace() == ns && o.GetName() == v.ConfigMap.Name {
+					data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+					for k, d := range data {
+						files[path.Join(m.MountPath, k)] = d
+					}
+				}
+			}
+		}
+	}
+	return func(name string) ([]byte, error) {
+		d, ok := files[path.Clean(name)]
+		if !ok {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		}
+		return []byte(d), nil
+	}
 }

@@ -245,6 +245,24 @@ func (k *kubelet) mounts(ns string, tmpl *corev1.PodSpec, c corev1.Container, di
 				writeVolumeFile(t, filepath.Join(src, key), []byte(v), mode, fsGroup)
 			}
 			readOnly = true // the kubelet mounts Secrets read-only
+		case vol.ConfigMap != nil:
+			if len(vol.ConfigMap.Items) > 0 {
+				t.Fatalf("volume %s: items are not known to the rehearsal", vol.Name)
+			}
+			mode := os.FileMode(0o644)
+			if vol.ConfigMap.DefaultMode != nil {
+				mode = os.FileMode(*vol.ConfigMap.DefaultMode)
+			}
+			cm, err := k.cs.CoreV1().ConfigMaps(ns).Get(k.ctx, vol.ConfigMap.Name, metav1.GetOptions{})
+			if err != nil && !(apierrors.IsNotFound(err) && isTrue(vol.ConfigMap.Optional)) {
+				t.Fatalf("volume %s: ConfigMap %s: %v", vol.Name, vol.ConfigMap.Name, err)
+			}
+			if err == nil {
+				for key, v := range cm.Data {
+					writeVolumeFile(t, filepath.Join(src, key), []byte(v), mode, fsGroup)
+				}
+			}
+			readOnly = true // the kubelet mounts ConfigMaps read-only
 		case vol.EmptyDir != nil:
 			if err := os.Chmod(src, 0o777); err != nil {
 				t.Fatal(err)

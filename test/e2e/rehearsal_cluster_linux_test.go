@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -199,7 +200,16 @@ func (r *rehearsal) startPodOf(ns string, tmpl *corev1.PodSpec, name string) *re
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	if rp.cfg, err = config.Load(r.ctx, envconfig.MapLookuper(env)); err != nil {
+	// The configuration file, where the pod's mounts have it.
+	read := func(name string) ([]byte, error) {
+		for _, m := range spec.mounts {
+			if rel, ok := strings.CutPrefix(name, strings.TrimSuffix(m.target, "/")+"/"); ok {
+				return os.ReadFile(filepath.Join(m.source, rel))
+			}
+		}
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	if rp.cfg, err = config.Load(r.ctx, envconfig.MapLookuper(env), config.WithReadFile(read)); err != nil {
 		t.Fatalf("pod %s: the bridge's settings do not load: %v", name, err)
 	}
 	t.Logf("pod %s (IP %s) started: %s as %d:%d, groups %v", name, spec.ip, strings.Join(spec.entrypoint, " "), spec.uid, spec.gid, spec.groups)

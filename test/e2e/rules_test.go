@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -61,8 +62,14 @@ func TestRules(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	must(t, os.WriteFile(cfg, []byte(rulesConfig), 0o600))
 	b := h.startBridge(map[string]string{"BRIDGE_CONFIG": cfg})
-
 	podType, cmType := h.typeSubject("", "v1", "pods"), h.cmType()
+	// The JS example follows the Pods live, checking each patch against
+	// the object it holds.
+	node, npm := jsTools(t)
+	jsDir := jsInstall(t, npm)
+	live := jsStart(t, node, jsDir, podType, h.natsURL, h.stream)
+	live.waitLine(t, "the synced line", regexp.MustCompile(`^synced \d+ objects$`))
+
 	for round := 0; round < 3; round++ {
 		w.noise()
 		// A spec change of a Pod in scope, a label change of one, then one
@@ -87,6 +94,7 @@ func TestRules(t *testing.T) {
 
 	msgs := h.mustRead()
 	defer logOnFailure(t, msgs)
+	checkJSPatches(t, live, podType, msgs)
 	w.checkPublished(msgs, podType, cmType)
 	checkPatches(t, msgs, podType, false)
 	checkPatches(t, msgs, cmType, true)
@@ -105,8 +113,77 @@ func TestRules(t *testing.T) {
 	msgs = h.mustRead()
 	checkLastEqualsList(t, msgs, podType, w.listPods())
 	checkLastEqualsList(t, msgs, cmType, w.listCMs())
-	if _, err := h.tryApply(msgs); err != nil {
-		t.Errorf("replaying the stream: %v", err)
+	checkReadersAgree(t, h, msgs, podType, w.listPods(), node, jsDir)
+}
+
+// checkJSPatches checks that the JS example applied every Pod update's
+// patch to the object it held and got the published object: it printed
+// patch=N on each update and no patch-mismatch line.
+func checkJSPatches(t *testing.T, js *jsProc, typ string, msgs []replay.Message) {
+	t.Helper()
+	last := ofType(onSubjectPrefix(msgs, typ+"."), contract.TypeUpdated, "")
+	if len(last) == 0 {
+		t.Fatal("no update of a Pod in the stream")
+	}
+	m := last[len(last)-1]
+	js.waitLine(t, "the last Pod update", regexp.MustCompile(`^updated `+regexp.QuoteMeta(m.Ext(contract.ExtNamespace)+"/"+m.Ext(contract.ExtName))+` rv=`+m.Ext(contract.ExtResourceVersion)+`\b`))
+	patched := 0
+	for _, l := range js.lines() {
+		if strings.HasPrefix(l, "patch-mismatch") {
+			t.Errorf("the JS example: %s", l)
+		}
+		if strings.HasPrefix(l, "updated ") && strings.Contains(l, " patch=") {
+			patched++
+		}
+	}
+	if patched != len(last) {
+		t.Errorf("the JS example printed %d updates with a patch; the stream holds %d Pod updates\n%s", patched, len(last), js.output())
+	}
+}
+
+// onSubjectPrefix is the messages whose subject starts with prefix.
+func onSubjectPrefix(msgs []replay.Message, prefix string) []replay.Message {
+	var out []replay.Message
+	for _, m := range msgs {
+		if strings.HasPrefix(m.Subject, prefix) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// checkReadersAgree checks that internal/replay and examples/js, both
+// written from the contract alone, rebuild typ's state from the stream as
+// the list in scope (want, by subject) has it: the same objects at the
+// same resourceVersions.
+func checkReadersAgree(t *testing.T, h *harness, msgs []replay.Message, typ string, want map[string]map[string]any, node, jsDir string) {
+	t.Helper()
+	listed := map[string]string{}
+	for subject, obj := range want {
+		listed[strings.TrimPrefix(subject, typ+".")] = obj["metadata"].(map[string]any)["resourceVersion"].(string)
+	}
+	st, err := h.tryApply(msgs)
+	if err != nil {
+		t.Fatalf("replaying the stream: %v", err)
+	}
+	replayed := map[string]string{}
+	for subject, rv := range stateOf(st, typ) {
+		replayed[strings.TrimPrefix(subject, typ+".")] = rv
+	}
+	if d := diffState(replayed, listed); d != "" {
+		t.Errorf("internal/replay's state of %s differs from the list in scope: %s", typ, d)
+	}
+	if st.Patches == 0 || len(st.PatchMismatches) > 0 {
+		t.Errorf("internal/replay checked %d patches; mismatches: %q", st.Patches, st.PatchMismatches)
+	}
+	js := jsStart(t, node, jsDir, typ, h.natsURL, h.stream)
+	synced := js.waitLine(t, "the state and the synced line", regexp.MustCompile(`^synced \d+ objects$`))
+	fromJS := map[string]string{}
+	for subject, rv := range js.state(h, synced) {
+		fromJS[strings.TrimPrefix(subject, h.cmType()+".")] = rv
+	}
+	if d := diffState(fromJS, replayed); d != "" {
+		t.Errorf("examples/js and internal/replay disagree on %s: %s\n%s", typ, d, js.output())
 	}
 }
 
@@ -336,10 +413,8 @@ func checkProjected(t *testing.T, msgs []replay.Message) {
 		if len(m.Data) == 0 {
 			continue
 		}
-		var data map[string]map[string]any
-		must(t, json.Unmarshal(m.Data, &data))
 		for _, field := range []string{"object", "oldObject"} {
-			obj := data[field]
+			obj := dataObject(t, m, field)
 			if obj == nil {
 				continue
 			}
@@ -364,7 +439,7 @@ func checkLastEqualsList(t *testing.T, msgs []replay.Message, typ string, want m
 	t.Helper()
 	last := map[string]replay.Message{}
 	for _, m := range msgs {
-		if strings.HasPrefix(m.Subject, typ+".") {
+		if strings.HasPrefix(m.Subject, typ+".") && m.Ext(contract.ExtUID) != "" {
 			last[m.Subject] = m
 		}
 	}
@@ -380,9 +455,7 @@ func checkLastEqualsList(t *testing.T, msgs []replay.Message, typ string, want m
 			t.Errorf("%s is not listed in scope, but its last message is %s (seq %d)", subject, m.Event.Type(), m.Seq)
 			continue
 		}
-		var data map[string]map[string]any
-		must(t, json.Unmarshal(m.Data, &data))
-		got, w := leaveOut(data["object"], lag), leaveOut(want[subject], lag)
+		got, w := leaveOut(dataObject(t, m, "object"), lag), leaveOut(want[subject], lag)
 		if !reflect.DeepEqual(got, w) {
 			g, _ := json.Marshal(got)
 			l, _ := json.Marshal(w)
@@ -394,6 +467,19 @@ func checkLastEqualsList(t *testing.T, msgs []replay.Message, typ string, want m
 			t.Errorf("%s is listed in scope but has no message", subject)
 		}
 	}
+}
+
+// dataObject is the object under field (object, oldObject) in m's data;
+// nil if there is none.
+func dataObject(t *testing.T, m replay.Message, field string) map[string]any {
+	t.Helper()
+	var data map[string]json.RawMessage
+	must(t, json.Unmarshal(m.Data, &data))
+	var obj map[string]any
+	if raw, ok := data[field]; ok {
+		must(t, json.Unmarshal(raw, &obj))
+	}
+	return obj
 }
 
 // leaveOut is obj without metadata.resourceVersion (if named) and the

@@ -28,7 +28,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +39,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
 	"github.com/kubebridge/kubebridge/internal/bridge"
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/natsembed"
@@ -105,11 +105,15 @@ func run(ctx context.Context, objects, updates int, rate float64, size int, fenc
 	}
 	time.Sleep(2 * time.Second)
 
-	stopProfile, err := startCPUProfile(cpuProfile)
+	stopProfile, err := benchkit.StartCPUProfile(cpuProfile)
 	if err != nil {
 		return err
 	}
-	defer stopProfile()
+	defer func() {
+		if err := stopProfile(); err != nil {
+			fmt.Fprintln(os.Stderr, "fencecost: CPU profile:", err)
+		}
+	}()
 	cpuBefore := cpuSeconds()
 	latencies, err := b.update(last, updates, rate, fenced)
 	if err != nil {
@@ -212,28 +216,6 @@ func (b *bench) update(last []uint64, updates int, rate float64, fenced bool) ([
 		return nil, fmt.Errorf("updates refused: %w", err)
 	}
 	return latencies, nil
-}
-
-// startCPUProfile starts a CPU profile written to path (none when empty)
-// and returns what stops it.
-func startCPUProfile(path string) (func(), error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		_ = f.Close() // the profile's error is the one to report
-		return nil, err
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "fencecost: CPU profile:", err)
-		}
-	}, nil
 }
 
 // report prints one line.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
 	"github.com/kubebridge/kubebridge/internal/bridge"
 )
 
@@ -103,7 +104,7 @@ func child(args []string) error {
 	ctx = klog.NewContext(ctx, klog.Background().WithName(k.name))
 	go c.peaks.run(ctx)
 
-	stopReadyProfile, err := startCPUProfile(f.readyCPUProfile)
+	stopReadyProfile, err := benchkit.StartCPUProfile(f.readyCPUProfile)
 	if err != nil {
 		return err
 	}
@@ -163,7 +164,7 @@ func newChildRun(k *modeKind, f childFlags) (*childRun, error) {
 // churn waits for the parent's "measure N" and, for an informer, its N
 // events, and measures again.
 func (c *childRun) churn(ctx context.Context, st cached, ready time.Duration) error {
-	stopProfile, err := startCPUProfile(c.flags.churnCPUProfile)
+	stopProfile, err := benchkit.StartCPUProfile(c.flags.churnCPUProfile)
 	if err != nil {
 		return err
 	}

@@ -17,26 +17,6 @@ import (
 	"time"
 )
 
-// startCPUProfile starts a CPU profile written to path (none when empty)
-// and returns what stops it.
-func startCPUProfile(path string) (func() error, error) {
-	if path == "" {
-		return func() error { return nil }, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		_ = f.Close() // the profile's error is the one to report
-		return nil, err
-	}
-	return func() error {
-		pprof.StopCPUProfile()
-		return f.Close()
-	}, nil
-}
-
 // usage is what this process has used so far: CPU, and the system calls
 // and context switches that show how much of it went to handing work
 // over rather than doing it. Each counter is -1 if it cannot be read.
