@@ -87,8 +87,9 @@
 // type on the stream and checks that every object's last meaningful
 // change is there. Issue 34's run:
 //
-//	go run ./hack/bench/versus -objects 1000 -size 1024 -pods 1000 -churn 6000 -churn-rate 200 -churn-mix cluster \
-//		-modes bridge-typed,bridge-typed+config=hack/bench/versus/rules.yaml,bridge-typed+config=hack/bench/versus/patch.yaml,...
+//	R=hack/bench/versus/rules.yaml P=hack/bench/versus/patch.yaml M=bridge-typed,bridge-typed+config=$R,bridge-typed+config=$P
+//	go run ./hack/bench/versus -objects 1000 -size 1024 -pods 1000 -churn 6000 -churn-rate 200 -churn-workers 8 \
+//		-churn-mix cluster -modes $M,$M,$M
 //
 // The large-object run in docs/memory.md:
 //
