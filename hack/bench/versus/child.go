@@ -33,7 +33,7 @@ type childFlags struct {
 	churnCPUProfile             string
 	readyCPUProfile             string
 	heapProfile                 string
-	noGzip, wait, named         bool
+	noGzip, wait, named, pods   bool
 	namespaces                  int
 	shard                       string
 }
@@ -59,6 +59,7 @@ func parseChildFlags(args []string) (*modeKind, childFlags, error) {
 	fs.IntVar(&f.namespaces, "namespaces", 1, "the objects' namespaces: with more than one, informers watch all namespaces with the benchmark's label selector")
 	fs.StringVar(&f.shard, "shard", "0/1", "the shard i/N of the typed-shard mode")
 	fs.BoolVar(&f.named, "named-namespaces", false, "with -namespaces N, a bridge mode names the namespaces instead of watching every one with the benchmark's label")
+	fs.BoolVar(&f.pods, "pods", false, "a bridge mode watches Pods besides the ConfigMaps")
 	fs.DurationVar(&f.scrapeEvery, "scrape-interval", 15*time.Second, "how often a bridge mode's /metrics is read for its pending and buffer gauges")
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, f, err

@@ -32,8 +32,10 @@ type bridgeChild struct {
 	// -named-namespaces.
 	namespaces int
 	named      bool
-	rest       *rest.Config
-	peaks      *peaks
+	// pods is the child's -pods: the bridge watches Pods too.
+	pods  bool
+	rest  *rest.Config
+	peaks *peaks
 }
 
 // runningBridge is a bridge started by bridgeChild.start.
@@ -115,13 +117,13 @@ func (b bridgeChild) start(ctx context.Context) (runningBridge, error) {
 // benchmark's own settings win.
 func (b bridgeChild) env() (map[string]string, error) {
 	env := map[string]string{
-		"BRIDGE_RESOURCES":      "configmaps",
+		"BRIDGE_RESOURCES":      b.resources(""),
 		"BRIDGE_NAMESPACES":     b.namespace,
-		"BRIDGE_CLUSTER_NAME":   "bench",
+		"BRIDGE_CLUSTER_NAME":   benchCluster,
 		"NATS_URL":              b.natsURL,
 		"BRIDGE_RESYNC_PERIOD":  "0",
 		"BRIDGE_STREAM_NAME":    b.stream,
-		"BRIDGE_SUBJECT_PREFIX": "versus." + strings.ToLower(token(strings.TrimPrefix(b.stream, "VERSUS_"))),
+		"BRIDGE_SUBJECT_PREFIX": subjectPrefix(b.stream),
 		// A port of its own, so runs never collide; /metrics is sampled.
 		"BRIDGE_HTTP_ADDR": "127.0.0.1:0",
 	}
@@ -130,7 +132,7 @@ func (b bridgeChild) env() (map[string]string, error) {
 		env["BRIDGE_NAMESPACES"] = strings.Join(layout{namespaces: b.namespaces}.all(), ",")
 	case b.namespaces > 1:
 		// Every namespace, and the benchmark's objects only.
-		env["BRIDGE_RESOURCES"] = "configmaps | labels=" + benchLabel
+		env["BRIDGE_RESOURCES"] = b.resources(" | labels=" + benchLabel)
 	}
 	if b.kind.sharded {
 		sh, err := contract.ParseShard(b.shard)
@@ -149,5 +151,27 @@ func (b bridgeChild) env() (map[string]string, error) {
 			}
 		}
 	}
+	if env["BRIDGE_CONFIG"] != "" {
+		// A mode's rules file (mode+config=PATH) lists the resources.
+		delete(env, "BRIDGE_RESOURCES")
+	}
 	return env, nil
+}
+
+// resources is BRIDGE_RESOURCES: the ConfigMaps, and the Pods with -pods,
+// each with scope.
+func (b bridgeChild) resources(scope string) string {
+	if b.pods {
+		return "configmaps" + scope + "; pods" + scope
+	}
+	return "configmaps" + scope
+}
+
+// benchCluster is the bridges' BRIDGE_CLUSTER_NAME.
+const benchCluster = "bench"
+
+// subjectPrefix is the BRIDGE_SUBJECT_PREFIX of the bridge publishing to
+// stream, one of its own.
+func subjectPrefix(stream string) string {
+	return "versus." + strings.ToLower(token(strings.TrimPrefix(stream, "VERSUS_")))
 }

@@ -61,7 +61,7 @@ func (c *childRun) startCache(ctx context.Context) (cached, error) {
 func (c *childRun) startBridge(ctx context.Context) (cached, error) {
 	f := c.flags
 	b := bridgeChild{kind: c.kind, namespace: c.namespace, natsURL: f.natsURL, stream: f.stream, budget: f.budget, shard: f.shard,
-		namespaces: f.namespaces, named: f.named, rest: c.rest, peaks: c.peaks}
+		namespaces: f.namespaces, named: f.named, pods: f.pods, rest: c.rest, peaks: c.peaks}
 	running, err := b.start(ctx)
 	if err != nil {
 		return cached{}, err

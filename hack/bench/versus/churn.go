@@ -26,6 +26,9 @@ import (
 // creates made: every mode starts its churn on the same objects.
 type churnMix struct {
 	creates, updates, deletes int
+	// cluster is the number of changes of the cluster mix (cluster.go),
+	// which is listed alone.
+	cluster int
 }
 
 // parseChurnMix splits total changes evenly over the kinds listed in
@@ -34,6 +37,9 @@ type churnMix struct {
 // more deletes than creates.
 func parseChurnMix(kinds string, total int) (churnMix, error) {
 	var m churnMix
+	if strings.TrimSpace(kinds) == "cluster" {
+		return churnMix{cluster: total}, nil
+	}
 	var counts []*int
 	for _, k := range strings.Split(kinds, ",") {
 		var c *int
@@ -44,6 +50,8 @@ func parseChurnMix(kinds string, total int) (churnMix, error) {
 			c = &m.updates
 		case "delete":
 			c = &m.deletes
+		case "cluster":
+			return m, errors.New("-churn-mix: cluster is a mix of its own: list it alone")
 		default:
 			return m, fmt.Errorf("-churn-mix: unknown kind %q (want create, update or delete)", k)
 		}
@@ -68,9 +76,12 @@ func parseChurnMix(kinds string, total int) (churnMix, error) {
 }
 
 // total is the number of changes, and of events the informer delivers.
-func (m churnMix) total() int { return m.creates + m.updates + m.deletes }
+func (m churnMix) total() int { return m.creates + m.updates + m.deletes + m.cluster }
 
 func (m churnMix) String() string {
+	if m.cluster > 0 {
+		return fmt.Sprintf("%d changes like a cluster's", m.cluster)
+	}
 	return fmt.Sprintf("%d creates, %d updates and %d deletes", m.creates, m.updates, m.deletes)
 }
 
@@ -80,14 +91,24 @@ type churnStats struct {
 	Duration time.Duration
 	// Outage is how long NATS was actually down.
 	Outage time.Duration
+	// Markers are the cluster mix's last changes, one per type.
+	Markers []marker
+}
+
+// marker is a change the stream must hold before the churn's events are
+// counted: the kind and name of its object, and the resourceVersion the
+// change wrote.
+type marker struct {
+	kind, name, rv string
 }
 
 // runChurn makes b.churn.mix's changes at b.churn.rate: creates of new
 // ConfigMaps of -size bytes, updates of the preloaded ones round robin,
 // each rewriting one of the four keys with new random data so the object
-// keeps its size, and deletes of the created ones. With an outage
-// configured, NATS is stopped during the churn. It returns once every
-// change is made and NATS is up again.
+// keeps its size, and deletes of the created ones; or the cluster mix's
+// changes, its markers last, once every other change is made. With an
+// outage configured, NATS is stopped during the churn. It returns once
+// every change is made and NATS is up again.
 func (b *bench) runChurn(ctx context.Context, seq int) (churnStats, error) {
 	c := b.churn
 	st := churnStats{Changes: c.mix.total()}
@@ -98,26 +119,55 @@ func (b *bench) runChurn(ctx context.Context, seq int) (churnStats, error) {
 	outageDone := make(chan struct{})
 	go func() {
 		defer close(outageDone)
-		if c.outage <= 0 {
-			return
-		}
-		select {
-		case <-time.After(c.outageAfter):
-		case <-ctx.Done():
-			return
-		}
-		down := time.Now()
-		fmt.Fprintf(os.Stderr, "churn: stopping NATS for %v\n", c.outage)
-		b.env.StopNATS()
-		select {
-		case <-time.After(c.outage):
-		case <-ctx.Done():
-		}
-		outageErr = b.env.StartNATS()
-		st.Outage = time.Since(down)
-		fmt.Fprintf(os.Stderr, "churn: NATS started again after %v\n", st.Outage.Round(time.Millisecond))
+		st.Outage, outageErr = b.outage(ctx)
 	}()
+	err := b.sendChanges(ctx, c.mix.total()-b.markers(), seq)
+	if err == nil {
+		st.Markers, err = b.sendMarkers(ctx, seq)
+	}
+	st.Duration = time.Since(start)
+	if err != nil {
+		cancel()
+	}
+	<-outageDone
+	if err != nil {
+		return st, fmt.Errorf("churn: %w", err)
+	}
+	return st, outageErr
+}
 
+// outage stops NATS for -nats-outage, -outage-after into the churn, unless
+// ctx ends first, and returns how long it was down.
+func (b *bench) outage(ctx context.Context) (time.Duration, error) {
+	c := b.churn
+	if c.outage <= 0 {
+		return 0, nil
+	}
+	select {
+	case <-time.After(c.outageAfter):
+	case <-ctx.Done():
+		return 0, nil
+	}
+	down := time.Now()
+	fmt.Fprintf(os.Stderr, "churn: stopping NATS for %v\n", c.outage)
+	b.env.StopNATS()
+	select {
+	case <-time.After(c.outage):
+	case <-ctx.Done():
+	}
+	err := b.env.StartNATS()
+	d := time.Since(down)
+	fmt.Fprintf(os.Stderr, "churn: NATS started again after %v\n", d.Round(time.Millisecond))
+	return d, err
+}
+
+// sendChanges makes changes 0 … n-1 at -churn-rate from -churn-workers
+// goroutines; the first error stops them.
+func (b *bench) sendChanges(ctx context.Context, n, seq int) error {
+	c := b.churn
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
 	jobs := make(chan int)
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
@@ -132,7 +182,7 @@ func (b *bench) runChurn(ctx context.Context, seq int) (churnStats, error) {
 		})
 	}
 	tick := time.NewTicker(time.Duration(float64(time.Second) / c.rate))
-	for k := 0; k < c.mix.total() && ctx.Err() == nil; k++ {
+	for k := 0; k < n && ctx.Err() == nil; k++ {
 		select {
 		case jobs <- k:
 		case <-ctx.Done():
@@ -148,15 +198,10 @@ func (b *bench) runChurn(ctx context.Context, seq int) (churnStats, error) {
 	tick.Stop()
 	close(jobs)
 	wg.Wait()
-	st.Duration = time.Since(start)
-	<-outageDone
 	if p := failed.Load(); p != nil {
-		return st, fmt.Errorf("churn: %w", *p)
+		return *p
 	}
-	if outageErr != nil {
-		return st, outageErr
-	}
-	return st, ctx.Err()
+	return ctx.Err()
 }
 
 // change makes the churn's change k: a create, an update or a delete, in
@@ -168,6 +213,9 @@ func (b *bench) change(ctx context.Context, k, seq int) error {
 		return createOne(ctx, b.cs, b.namespaceOf(kind, j), churnObjectName(seq, j), uint64(seq)<<32|uint64(j), b.size)
 	case update:
 		return b.updateOne(ctx, j, seq)
+	case clusterChange:
+		_, err := b.clusterChange(ctx, j, seq)
+		return err
 	default:
 		name := churnObjectName(seq, j)
 		return benchkit.Retry(ctx, func() error {
@@ -187,12 +235,16 @@ const (
 	create changeKind = iota
 	update
 	remove
+	// clusterChange is a change of the cluster mix (cluster.go).
+	clusterChange
 )
 
 // at is the kind of the churn's change k and its index among the changes
 // of that kind: creates come first, then updates, then deletes.
 func (m churnMix) at(k int) (changeKind, int) {
 	switch {
+	case m.cluster > 0:
+		return clusterChange, k
 	case k < m.creates:
 		return create, k
 	case k < m.creates+m.updates:
@@ -205,8 +257,12 @@ func (m churnMix) at(k int) (changeKind, int) {
 // namespaceOf is the namespace of the j-th change of kind: a created (and
 // later deleted) churn object's, or the updated preloaded object's.
 func (b *bench) namespaceOf(kind changeKind, j int) string {
-	if kind == update {
+	switch kind {
+	case update:
 		return b.layout.namespace(j % b.objects)
+	case clusterChange:
+		_, i := b.clusterTarget(j)
+		return b.layout.namespace(i)
 	}
 	return b.layout.namespace(j)
 }

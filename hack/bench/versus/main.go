@@ -72,6 +72,25 @@
 //	go run ./hack/bench/versus -objects 100000 -namespaces 200 \
 //		-modes typed,typed-shard@0/3,typed-shard@1/3,typed-shard@2/3 -churn 9000 -churn-mix create,update,delete -churn-rate 1500
 //
+// -churn-mix cluster changes the objects as a cluster's kubelets, agents
+// and users do (cluster.go): with -pods N, N Pods besides the ConfigMaps,
+// each with a kubelet's running status (there is no kubelet: the status is
+// written with UpdateStatus), get status patches (conditions with probe
+// and transition times, container restarts) and renewals of an
+// example.com/heartbeat annotation, the ConfigMaps heartbeat renewals, and
+// -meaningful of the changes (0.05) change a Pod's image or label or a
+// ConfigMap's data or label. A bridge mode's +config=PATH runs it with a
+// rules file (BRIDGE_CONFIG, which then lists the resources; rules.yaml
+// and patch.yaml here), and the report compares what each run published,
+// events and bytes, and its CPU per 1,000 changes, with the runs of its
+// mode without one. The parent waits for one last meaningful change per
+// type on the stream and checks that every object's last meaningful
+// change is there. Issue 34's run:
+//
+//	R=hack/bench/versus/rules.yaml P=hack/bench/versus/patch.yaml M=bridge-typed,bridge-typed+config=$R,bridge-typed+config=$P
+//	go run ./hack/bench/versus -objects 1000 -size 1024 -pods 1000 -churn 6000 -churn-rate 200 -churn-workers 8 \
+//		-churn-mix cluster -modes $M,$M,$M
+//
 // The large-object run in docs/memory.md:
 //
 //	go run ./hack/bench/versus -objects 300 -size 500000 -modes typed,bridge-typed,bridge-typed@8Mi \
@@ -82,7 +101,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -129,6 +147,8 @@ type bench struct {
 	memLimit    string
 	churn       churnOptions
 	layout      layout
+	// pods is -pods: Pods besides the ConfigMaps (pods.go).
+	pods int
 }
 
 type churnOptions struct {
@@ -137,55 +157,8 @@ type churnOptions struct {
 	workers     int
 	outage      time.Duration
 	outageAfter time.Duration
-}
-
-// options are the parent's flags.
-type options struct {
-	objects, size, workers int
-	modes                  string
-	settle, scrapeEvery    time.Duration
-	profiles, cpuProfiles  string
-	memLimit               string
-	churn                  int
-	mixKinds               string
-	churnRate              float64
-	churnWorkers           int
-	outage, outageAfter    time.Duration
-	maxPayload, namespaces int
-	gate, named            bool
-}
-
-func parseOptions() (options, error) {
-	var o options
-	flag.IntVar(&o.objects, "objects", 20000, "number of ConfigMaps to create and cache")
-	flag.IntVar(&o.size, "size", 2048, "bytes of data per ConfigMap (split over 4 keys)")
-	flag.StringVar(&o.modes, "modes", "", "comma-separated modes to run (default all: "+modeNames()+"); bridge modes take a publish buffer suffix, e.g. bridge-typed@8Mi")
-	flag.IntVar(&o.workers, "workers", 16, "goroutines creating ConfigMaps")
-	flag.DurationVar(&o.settle, "settle", 2*time.Second, "how long each child sleeps after runtime.GC() before measuring")
-	flag.DurationVar(&o.scrapeEvery, "scrape-interval", 15*time.Second, "how often a bridge child reads its /metrics for the pending and publish buffer peaks (a Prometheus scrape's cost, in the CPU measured); 200ms was the fixed rate before")
-	flag.StringVar(&o.profiles, "heapprofile", "", "if set, a directory where each child writes <mode>.pprof (heap, after the last measurement) and <mode>-peak.pprof (at the peak of its live heap)")
-	flag.StringVar(&o.cpuProfiles, "cpuprofile", "", "a directory where each child writes <mode>-ready-cpu.pprof, a CPU profile from its start to ready (the cache sync; for the bridge, the start-up snapshot stored), and with -churn <mode>-churn-cpu.pprof, one of the churn, from the end of its ready measurement to the last update seen")
-	flag.StringVar(&o.memLimit, "child-gomemlimit", "", "GOMEMLIMIT of every child, e.g. 256MiB (the deployment sets the pod's memory limit); empty leaves it unset")
-	flag.IntVar(&o.churn, "churn", 0, "after each child is ready, make this many changes (see -churn-mix) and measure again")
-	flag.StringVar(&o.mixKinds, "churn-mix", "update", "the kinds of change -churn makes, a comma-separated subset of create,update,delete, made in equal parts and in that order (delete removes what create made, so every mode starts on the same objects)")
-	flag.Float64Var(&o.churnRate, "churn-rate", 10, "changes per second during -churn")
-	flag.IntVar(&o.churnWorkers, "churn-workers", 4, "goroutines sending the -churn changes")
-	flag.DurationVar(&o.outage, "nats-outage", 0, "during -churn, stop the NATS server for this long")
-	flag.DurationVar(&o.outageAfter, "outage-after", 2*time.Second, "how far into -churn the NATS outage starts")
-	flag.IntVar(&o.maxPayload, "nats-max-payload", 0, "NATS server max_payload in bytes; 0 keeps the server's default (1 MiB)")
-	flag.IntVar(&o.namespaces, "namespaces", 1, "spread the objects over this many namespaces (object i in namespace i mod N); informer modes then watch all namespaces with a label selector")
-	flag.BoolVar(&o.gate, "sharded-watch", false, "run the apiserver with the ShardedListAndWatch feature gate (KEP-5866): bridge shards' watches of every namespace are then filtered by the apiserver")
-	flag.BoolVar(&o.named, "named-namespaces", false, "with -namespaces N, bridge modes name the N namespaces (BRIDGE_NAMESPACES), each getting its own watch (a shard only its own), instead of watching every namespace with the benchmark's label")
-	flag.Parse()
-	switch {
-	case o.objects < 1 || o.size < 4:
-		return o, errors.New("-objects must be >= 1 and -size >= 4")
-	case o.churn < 0 || o.churnRate <= 0 || o.churnWorkers < 1:
-		return o, errors.New("-churn must be >= 0, -churn-rate > 0 and -churn-workers >= 1")
-	case o.namespaces < 1:
-		return o, errors.New("-namespaces must be >= 1")
-	}
-	return o, nil
+	// meaningful is the cluster mix's share of meaningful changes.
+	meaningful float64
 }
 
 func parent() error {
@@ -202,6 +175,9 @@ func parent() error {
 	}
 	selected, err := selectModes(o.modes)
 	if err != nil {
+		return err
+	}
+	if err := checkWorkload(o, mix, selected); err != nil {
 		return err
 	}
 	self, err := os.Executable()
@@ -224,14 +200,17 @@ func parent() error {
 	if err := createObjects(ctx, cs, l, o.objects, o.size, o.workers); err != nil {
 		return err
 	}
+	if err := createPods(ctx, cs, l, o.pods, o.workers); err != nil {
+		return err
+	}
 	kubeconfig := filepath.Join(env.Dir(), "bench-kubeconfig")
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
 		return err
 	}
 
 	b := &bench{env: env, cs: cs, self: self, kubeconfig: kubeconfig, objects: o.objects, size: o.size, settle: o.settle, scrapeEvery: o.scrapeEvery, profiles: o.profiles, cpuProfiles: o.cpuProfiles,
-		memLimit: o.memLimit, churn: churnOptions{mix: mix, rate: o.churnRate, workers: o.churnWorkers, outage: o.outage, outageAfter: o.outageAfter},
-		layout: l}
+		memLimit: o.memLimit, churn: churnOptions{mix: mix, rate: o.churnRate, workers: o.churnWorkers, outage: o.outage, outageAfter: o.outageAfter, meaningful: o.meaningful},
+		layout: l, pods: o.pods}
 	var runs []run
 	for i, m := range selected {
 		r, err := b.runChild(ctx, m, i)

@@ -140,6 +140,9 @@ type mode struct {
 	linger string
 	// shard is the part of the objects of a sharded mode (mode@i/N).
 	shard shard.Shard
+	// config, if set, is a bridge mode's BRIDGE_CONFIG (mode+config=PATH):
+	// a rules file, which lists the resources the bridge watches.
+	config string
 	// exe, if set, is the versus binary the child runs from
 	// (mode+exe=PATH): another build, say one of an earlier commit, so
 	// that two builds of the bridge alternate in one invocation.

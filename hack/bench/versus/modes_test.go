@@ -19,7 +19,7 @@ func versusBinary(t *testing.T) string {
 	return path
 }
 
-const knownSuffixList = "(known: +nogzip, +gzip, +gogc=N, +procs=N, +linger=D, +exe=PATH)"
+const knownSuffixList = "(known: +nogzip, +gzip, +gogc=N, +procs=N, +linger=D, +config=PATH, +exe=PATH)"
 
 // The -modes strings of earlier runs keep their ids (which name streams
 // and profiles) and labels (which name the report's rows), and what was
@@ -51,6 +51,8 @@ func TestSelectModes(t *testing.T) {
 		{modes: "typed+gogc=1+gogc=2", id: "typed+gogc=2", label: "typed informer (protobuf), GOGC=2"},
 		{modes: "bridge-typed+linger=5ms", id: "bridge-typed+linger=5ms", label: "bridge, typed path, no gzip (its default), linger 5ms"},
 		{modes: "typed+exe=" + exe, id: "typed+exe=versus-old", label: "typed informer (protobuf), built as " + exe},
+		{modes: "bridge-typed+config=rules.yaml+exe=" + exe, id: "bridge-typed+config=rules.yaml+exe=versus-old", label: "bridge, typed path, no gzip (its default), rules rules.yaml, built as " + exe},
+		{modes: "bridge-typed+config=nosuch.yaml", errMsg: `mode "bridge-typed": +config= wants a configuration file: stat nosuch.yaml: no such file or directory`},
 		{
 			modes: "bridge-typed@8Mi+exe=" + exe + "+linger=1ms+procs=2+gogc=200+nogzip",
 			id:    "bridge-typed@8Mi+nogzip+gogc=200+procs=2+linger=1ms+exe=versus-old",
@@ -131,6 +133,7 @@ func TestEverySuffixOnEveryMode(t *testing.T) {
 			{modes: head + "+exe=" + exe, id: head + "+exe=versus-old"},
 			{modes: head + "+gzip", id: head + "+gzip", errMsg: map[bool]string{false: refused("+gzip (an informer asks for gzip unless +nogzip)")}[bridge]},
 			{modes: head + "+linger=5ms", id: head + "+linger=5ms", errMsg: map[bool]string{false: refused("+linger")}[bridge]},
+			{modes: head + "+config=patch.yaml", id: head + "+config=patch.yaml", errMsg: map[bool]string{false: refused("+config")}[bridge]},
 			{modes: name + "@8Mi", id: name + "@8Mi", errMsg: budgetRefusal(name, bridge, sharded)},
 		} {
 			got, err := selectModes(tc.modes)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
+	"github.com/kubebridge/kubebridge/internal/shard"
 )
 
 // layout is where the benchmark's objects live: one namespace, or
@@ -104,3 +105,53 @@ func createOne(ctx context.Context, cs kubernetes.Interface, namespace, name str
 }
 
 func objectName(i int) string { return fmt.Sprintf("cm-%06d", i) }
+
+// owned tells whether mode m sees the object namespace/name: every object,
+// but for a shard mode only its shard's.
+func (b *bench) owned(m mode, namespace, name string) bool {
+	return !m.kind.sharded || shard.Owns(m.shard, namespace, name)
+}
+
+// mixOf is the part of the churn mode m publishes.
+func (b *bench) mixOf(m mode) churnMix {
+	var out churnMix
+	for k := range b.churn.mix.total() {
+		kind, j := b.churn.mix.at(k)
+		if !b.owned(m, b.namespaceOf(kind, j), "") {
+			continue
+		}
+		switch kind {
+		case create:
+			out.creates++
+		case update:
+			out.updates++
+		case clusterChange:
+			out.cluster++
+		default:
+			out.deletes++
+		}
+	}
+	return out
+}
+
+// objectsOf is how many of the preloaded objects mode m caches.
+func (b *bench) objectsOf(m mode) int {
+	n := 0
+	for i := range b.objects {
+		if b.owned(m, b.layout.namespace(i), objectName(i)) {
+			n++
+		}
+	}
+	return n
+}
+
+// eventsOf is how many of the churn's events mode m sees.
+func (b *bench) eventsOf(m mode) int {
+	n := 0
+	for k := range b.churn.mix.total() {
+		if b.owned(m, b.namespaceOf(b.churn.mix.at(k)), "") {
+			n++
+		}
+	}
+	return n
+}

@@ -67,7 +67,12 @@ type run struct {
 	ready  result
 	churn  *result
 	stream *streamCount // bridge modes
-	load   *churnStats
+	// readyStream is a bridge's stream once it was ready, before the
+	// churn.
+	readyStream *streamCount
+	// cluster is what the cluster mix's churn made.
+	cluster *clusterPlan
+	load    *churnStats
 	// apiserverCPU is the CPU seconds kube-apiserver spent from the start
 	// of the churn to the child's churn measurement; 0 if unread.
 	apiserverCPU float64

@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kubebridge/kubebridge/internal/shard"
 )
 
 // runChild runs mode m in a fresh process: the first measurement once it is
@@ -111,6 +109,9 @@ func (b *bench) childArgs(m mode, natsURL string) []string {
 	if b.churn.mix.total() > 0 {
 		args = append(args, "-wait")
 	}
+	if b.pods > 0 {
+		args = append(args, "-pods")
+	}
 	return args
 }
 
@@ -155,6 +156,11 @@ func (b *bench) childEnv(m mode) []string {
 	if m.isBridge() && m.noGzip {
 		set("BRIDGE_KUBE_COMPRESSION", "false")
 	}
+	set("BRIDGE_CONFIG", m.config)
+	if m.isBridge() && b.churn.mix.cluster > 0 {
+		// Every event of the churn stays in the stream, to be counted.
+		set("BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT", "-1")
+	}
 	return env
 }
 
@@ -174,10 +180,11 @@ func (b *bench) measureReady(ctx context.Context, p *childProcess, out *run) err
 		if err != nil {
 			return err
 		}
-		// term marker + begin marker + one item per object + end marker
-		objects := b.objectsOf(m)
-		if sc.Msgs != uint64(objects)+3 || sc.Items != objects {
-			return fmt.Errorf("stream %s holds %d messages (%d snapshot items), want %d (%d)", streamName(m), sc.Msgs, sc.Items, objects+3, objects)
+		// term marker, and per type a begin marker, one item per object
+		// and an end marker
+		objects, types := b.objectsOf(m)+b.pods, 1+min(b.pods, 1)
+		if want := objects + 1 + 2*types; sc.Msgs != uint64(want) || sc.Items != objects {
+			return fmt.Errorf("stream %s holds %d messages (%d snapshot items), want %d (%d)", streamName(m), sc.Msgs, sc.Items, want, objects)
 		}
 		out.stream = &sc
 	}
@@ -200,11 +207,15 @@ func (b *bench) measureChurn(ctx context.Context, p *childProcess, seq int, out 
 		return err
 	}
 	if m.isBridge() {
-		sc, err := b.streamAfterChurn(ctx, m)
+		sc, err := b.streamAfterChurn(ctx, m, seq, load)
 		if err != nil {
 			return err
 		}
-		out.stream = &sc
+		out.readyStream, out.stream = out.stream, &sc
+	}
+	if b.churn.mix.cluster > 0 {
+		cp := b.clusterPlan(seq)
+		out.cluster = &cp
 	}
 	if _, err := fmt.Fprintf(p.stdin, "measure %d\n", b.eventsOf(m)); err != nil {
 		return err
@@ -226,7 +237,14 @@ func (b *bench) measureChurn(ctx context.Context, p *childProcess, seq int, out 
 
 // streamAfterChurn waits for bridge mode m's stream to hold the churn's
 // events of its objects, and checks that it holds no others.
-func (b *bench) streamAfterChurn(ctx context.Context, m mode) (streamCount, error) {
+func (b *bench) streamAfterChurn(ctx context.Context, m mode, seq int, load churnStats) (streamCount, error) {
+	if b.churn.mix.cluster > 0 {
+		sc, err := waitForCluster(ctx, b.env.NATSURL(), streamName(m), load.Markers)
+		if err != nil {
+			return sc, err
+		}
+		return sc, b.checkCluster(ctx, m, sc, b.clusterPlan(seq))
+	}
 	mix := b.mixOf(m)
 	sc, err := waitForChurn(ctx, b.env.NATSURL(), streamName(m), mix)
 	if err != nil {
@@ -260,52 +278,4 @@ func readResult(lines *bufio.Scanner) (result, error) {
 func logResult(m mode, r result) {
 	fmt.Fprintf(os.Stderr, "==== %s (%s): RSS %.1f MiB, peak %.1f MiB, heap in-use %.1f MiB, max live heap %.1f MiB, max sampled heap alloc %.1f MiB, max pending %d, max publish buffer %.1f MiB\n",
 		m.id(), r.Phase, kib(r.VmRSSKiB), kib(r.VmHWMKiB), mib(r.HeapInuse), mib(r.MaxLiveHeap), mib(r.MaxHeapAlloc), r.MaxPending, mib(uint64(r.MaxBufferBytes)))
-}
-
-// owned tells whether mode m sees the object namespace/name: every object,
-// but for a shard mode only its shard's.
-func (b *bench) owned(m mode, namespace, name string) bool {
-	return !m.kind.sharded || shard.Owns(m.shard, namespace, name)
-}
-
-// mixOf is the part of the churn mode m publishes.
-func (b *bench) mixOf(m mode) churnMix {
-	var out churnMix
-	for k := range b.churn.mix.total() {
-		kind, j := b.churn.mix.at(k)
-		if !b.owned(m, b.namespaceOf(kind, j), "") {
-			continue
-		}
-		switch kind {
-		case create:
-			out.creates++
-		case update:
-			out.updates++
-		default:
-			out.deletes++
-		}
-	}
-	return out
-}
-
-// objectsOf is how many of the preloaded objects mode m caches.
-func (b *bench) objectsOf(m mode) int {
-	n := 0
-	for i := range b.objects {
-		if b.owned(m, b.layout.namespace(i), objectName(i)) {
-			n++
-		}
-	}
-	return n
-}
-
-// eventsOf is how many of the churn's events mode m sees.
-func (b *bench) eventsOf(m mode) int {
-	n := 0
-	for k := range b.churn.mix.total() {
-		if b.owned(m, b.namespaceOf(b.churn.mix.at(k)), "") {
-			n++
-		}
-	}
-	return n
 }

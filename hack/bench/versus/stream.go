@@ -36,6 +36,22 @@ type streamCount struct {
 	Other     int
 	// UpdatedBytes is the total payload size of the updated events.
 	UpdatedBytes int64
+	// LastSeq and Bytes are the stream's state: its last sequence, and
+	// the bytes it stores (headers, subjects and payloads).
+	LastSeq uint64
+	Bytes   uint64
+	// ByKind counts the updated events and their payload bytes per kind
+	// (ce-kind).
+	ByKind map[string]kindCount
+	// lastRV is the resourceVersion of the last updated event per
+	// kind/name.
+	lastRV map[string]string
+}
+
+// kindCount is the updated events of one kind and their payload bytes.
+type kindCount struct {
+	Events int
+	Bytes  int64
 }
 
 // countStream reads every message's headers (not the payloads) from the
@@ -57,6 +73,8 @@ func countStream(ctx context.Context, url, name string) (streamCount, error) {
 	}
 	sc.Msgs = info.State.Msgs
 	sc.RolledUp = int(info.State.LastSeq - info.State.Msgs)
+	sc.LastSeq, sc.Bytes = info.State.LastSeq, info.State.Bytes
+	sc.ByKind, sc.lastRV = map[string]kindCount{}, map[string]string{}
 	if sc.Msgs == 0 {
 		return sc, nil
 	}
@@ -105,9 +123,18 @@ func (sc *streamCount) count(h nats.Header) {
 			sc.Coalesced++
 		}
 		sc.Changes += n
+		if sc.ByKind == nil {
+			sc.ByKind, sc.lastRV = map[string]kindCount{}, map[string]string{}
+		}
+		kind := h.Get(contract.Header(contract.ExtKind))
+		kc := sc.ByKind[kind]
+		kc.Events++
 		if v, err := strconv.ParseInt(h.Get(nats.MsgSize), 10, 64); err == nil {
 			sc.UpdatedBytes += v
+			kc.Bytes += v
 		}
+		sc.ByKind[kind] = kc
+		sc.lastRV[kind+"/"+h.Get(contract.Header(contract.ExtName))] = h.Get(contract.Header(contract.ExtResourceVersion))
 	default:
 		sc.Other++
 	}

@@ -92,6 +92,13 @@ var suffixes = []suffix{
 		label: func(m mode) string { return shown(", linger ", m.linger) },
 	},
 	{
+		name: "config", value: "PATH", check: wantsFile,
+		only: runsBridge, refused: "only bridge modes take +config",
+		set:   func(m *mode, v string) { m.config = v },
+		id:    func(m mode) string { return when(m.config != "", "+config="+filepath.Base(m.config)) },
+		label: func(m mode) string { return when(m.config != "", ", rules "+filepath.Base(m.config)) },
+	},
+	{
 		name: "exe", value: "PATH", check: wantsBinary,
 		set:   func(m *mode, v string) { m.exe = v },
 		id:    func(m mode) string { return when(m.exe != "", "+exe="+filepath.Base(m.exe)) },
@@ -111,6 +118,13 @@ func wantsNumber(v string) error {
 func wantsDuration(v string) error {
 	if _, err := time.ParseDuration(v); err != nil {
 		return fmt.Errorf("wants a duration: %w", err)
+	}
+	return nil
+}
+
+func wantsFile(v string) error {
+	if _, err := os.Stat(v); err != nil {
+		return fmt.Errorf("wants a configuration file: %w", err)
 	}
 	return nil
 }
