@@ -89,7 +89,13 @@ func TestRenewFailureDeposes(t *testing.T) {
 		return false, nil, nil
 	})
 	ctx := context.Background()
-	a, err := leader.Start(ctx, cs.CoordinationV1(), cfg("a"))
+	// Deadlines a renewal that succeeds meets even on a machine loaded to
+	// the point where the race detector's goroutines wait a second for a
+	// core: at cfg's 1s, one renewal 1.135s late failed the test (a load
+	// average of 11 on 2 cores).
+	c := cfg("a")
+	c.LeaseDuration, c.RenewDeadline = 8*time.Second, 4*time.Second
+	a, err := leader.Start(ctx, cs.CoordinationV1(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +104,7 @@ func TestRenewFailureDeposes(t *testing.T) {
 	// For one and a half renew deadlines, a span of time the test
 	// observes, Holds stays nil: the poll ends only at its timeout.
 	var held error
-	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 3*cfg("a").RenewDeadline/2, true, func(context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 3*c.RenewDeadline/2, true, func(context.Context) (bool, error) {
 		held = a.Holds()
 		return held != nil, nil
 	})
