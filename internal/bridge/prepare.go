@@ -114,7 +114,7 @@ func (b *Bridge) withRules(ctx context.Context, w watch, transform cache.Transfo
 	}
 	klog.FromContext(ctx).Info("Rules", "resource", w.resource.String(), "match", spec.Match, "ignoreFields", spec.IgnoreFields, "when", spec.When,
 		"patch", spec.Patch, "oldObject", spec.OldObject)
-	gate := &ruleGate{res: w.resource, rules: w.rules, next: b.queue, metrics: m, logger: klog.FromContext(ctx).WithName("rules")}
+	gate := newRuleGate(w.resource, w.rules, b.queue, m, klog.FromContext(ctx).WithName("rules"))
 	return gate, ruleTransform(transform, w.resource, w.rules), gate
 }
 

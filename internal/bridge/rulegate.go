@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -31,14 +32,31 @@ type intakeQueue interface {
 // has already projected the objects, so every expression sees what is
 // published.
 type ruleGate struct {
-	res     *informers.Resource
-	rules   *rules.Rules
-	next    intakeQueue
-	metrics metrics.Rules
-	logger  logr.Logger
+	res    *informers.Resource
+	rules  *rules.Rules
+	next   intakeQueue
+	count  ruleCounters
+	logger logr.Logger
 	// errors counts the evaluation errors logged so far, so that a rule
 	// that fails on every change logs at 1, 2, 4, 8, … of them.
 	errors atomic.Uint64
+}
+
+// ruleCounters are a type's series of metrics.Rules, looked up once: the
+// gate counts on every change of the type.
+type ruleCounters struct {
+	outOfScope, withheldWhen, withheldUnchanged, matchErrors, whenErrors prometheus.Counter
+}
+
+func newRuleGate(res *informers.Resource, r *rules.Rules, next intakeQueue, m metrics.Rules, logger logr.Logger) *ruleGate {
+	name := res.String()
+	return &ruleGate{res: res, rules: r, next: next, logger: logger, count: ruleCounters{
+		outOfScope:        m.OutOfScope.WithLabelValues(name),
+		withheldWhen:      m.Withheld.WithLabelValues(name, "when"),
+		withheldUnchanged: m.Withheld.WithLabelValues(name, "unchanged"),
+		matchErrors:       m.Errors.WithLabelValues(name, "match"),
+		whenErrors:        m.Errors.WithLabelValues(name, "when"),
+	}}
 }
 
 // Add routes c as the type's rules say.
@@ -56,7 +74,7 @@ func (g *ruleGate) Add(c informers.Change) {
 		g.next.Add(c)
 		return
 	}
-	g.metrics.OutOfScope.WithLabelValues(g.res.String()).Inc()
+	g.count.outOfScope.Inc()
 }
 
 func (g *ruleGate) update(c informers.Change) {
@@ -73,7 +91,7 @@ func (g *ruleGate) update(c informers.Change) {
 		c.Verb, c.OldObject = informers.Deleted, nil
 		g.next.Add(c)
 	default:
-		g.metrics.OutOfScope.WithLabelValues(g.res.String()).Inc()
+		g.count.outOfScope.Inc()
 	}
 }
 
@@ -84,7 +102,7 @@ func (g *ruleGate) inScopeUpdate(c informers.Change) {
 		return
 	}
 	if rules.OnlyResourceVersionDiffers(obj, old) {
-		g.metrics.Withheld.WithLabelValues(g.res.String(), "unchanged").Inc()
+		g.count.withheldUnchanged.Inc()
 		g.next.Withhold(c)
 		return
 	}
@@ -96,7 +114,7 @@ func (g *ruleGate) inScopeUpdate(c informers.Change) {
 		g.next.Add(c)
 		return
 	}
-	g.metrics.Withheld.WithLabelValues(g.res.String(), "when").Inc()
+	g.count.withheldWhen.Inc()
 	g.next.Withhold(c)
 }
 
@@ -116,7 +134,11 @@ func (g *ruleGate) matches(obj runtime.Object) bool {
 // failed reports a rule that could not be evaluated on obj: the change
 // goes on as if the rule were true, and is never dropped for it.
 func (g *ruleGate) failed(rule string, obj runtime.Object, err error) {
-	g.metrics.Errors.WithLabelValues(g.res.String(), rule).Inc()
+	if rule == "match" {
+		g.count.matchErrors.Inc()
+	} else {
+		g.count.whenErrors.Inc()
+	}
 	if n := g.errors.Add(1); n&(n-1) == 0 {
 		key, _ := cache.MetaNamespaceKeyFunc(obj)
 		g.logger.Error(err, "A rule could not be evaluated; the change is published as if it were true", "resource", g.res.String(), "rule", rule,

@@ -28,7 +28,7 @@ func (q *recordingQueue) Withhold(c informers.Change) { q.withheld = append(q.wi
 
 // newTestRuleGate is a gate for configmaps with rules spec, its queue and
 // what it logged.
-func newTestRuleGate(t *testing.T, spec rules.Spec) (*ruleGate, *recordingQueue, *strings.Builder) {
+func newTestRuleGate(t *testing.T, spec rules.Spec) (*ruleGate, *recordingQueue, *strings.Builder, metrics.Rules) {
 	t.Helper()
 	r, err := rules.Compile(spec)
 	if err != nil {
@@ -37,8 +37,8 @@ func newTestRuleGate(t *testing.T, spec rules.Spec) (*ruleGate, *recordingQueue,
 	var logged strings.Builder
 	q := &recordingQueue{}
 	logger := funcr.New(func(prefix, args string) { logged.WriteString(args + "\n") }, funcr.Options{})
-	g := &ruleGate{res: configMaps, rules: r, next: q, metrics: metrics.New().Rules([]string{configMaps.String()}), logger: logger}
-	return g, q, &logged
+	m := metrics.New().Rules([]string{configMaps.String()})
+	return newRuleGate(configMaps, r, q, m, logger), q, &logged, m
 }
 
 // ruleCM is a ConfigMap as ruleTransform caches it: unstructured.
@@ -60,7 +60,7 @@ const frontendOnly = "object.metadata.labels['tier'] == 'frontend'"
 // is now, one that enters it an add; changes wholly outside are counted
 // and dropped; adds and deletes pass only in scope.
 func TestRuleGateMembership(t *testing.T) {
-	g, q, _ := newTestRuleGate(t, rules.Spec{Match: frontendOnly, OldObject: true})
+	g, q, _, m := newTestRuleGate(t, rules.Spec{Match: frontendOnly, OldObject: true})
 	in1, out2 := ruleCM(t, "a", "1", "frontend", "x"), ruleCM(t, "a", "2", "backend", "x")
 	in3 := ruleCM(t, "a", "3", "frontend", "x")
 	g.Add(informers.Change{Verb: informers.Added, Resource: configMaps, Object: in1})
@@ -77,7 +77,7 @@ func TestRuleGateMembership(t *testing.T) {
 	if strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("handed on %q; want %q", got, want)
 	}
-	if n := testutil.ToFloat64(g.metrics.OutOfScope.WithLabelValues(configMaps.String())); n != 3 {
+	if n := testutil.ToFloat64(m.OutOfScope.WithLabelValues(configMaps.String())); n != 3 {
 		t.Errorf("kubebridge_changes_out_of_scope_total %v; want 3", n)
 	}
 }
@@ -85,7 +85,7 @@ func TestRuleGateMembership(t *testing.T) {
 // An update that changed only ignored fields and the resourceVersion, or
 // that when holds back, is withheld; any other is added.
 func TestRuleGateWithholds(t *testing.T) {
-	g, q, _ := newTestRuleGate(t, rules.Spec{IgnoreFields: [][]string{{"metadata", "labels"}}, When: "object.data != oldObject.data", OldObject: true})
+	g, q, _, m := newTestRuleGate(t, rules.Spec{IgnoreFields: [][]string{{"metadata", "labels"}}, When: "object.data != oldObject.data", OldObject: true})
 	project := func(o runtime.Object) runtime.Object {
 		g.rules.Project(o.(*unstructured.Unstructured).Object)
 		return o
@@ -104,7 +104,7 @@ func TestRuleGateWithholds(t *testing.T) {
 		t.Fatalf("withheld %d changes; want 2", len(q.withheld))
 	}
 	for reason, want := range map[string]float64{"unchanged": 1, "when": 1} {
-		if n := testutil.ToFloat64(g.metrics.Withheld.WithLabelValues(configMaps.String(), reason)); n != want {
+		if n := testutil.ToFloat64(m.Withheld.WithLabelValues(configMaps.String(), reason)); n != want {
 			t.Errorf("kubebridge_changes_withheld_total{reason=%q} %v; want %v", reason, n, want)
 		}
 	}
@@ -113,12 +113,12 @@ func TestRuleGateWithholds(t *testing.T) {
 // An expression that fails on an object publishes the change as if it
 // were true, counts it, and logs it with the object's key.
 func TestRuleGateFailsOpen(t *testing.T) {
-	g, q, logged := newTestRuleGate(t, rules.Spec{Match: "object.metadata.annotations['team'] == 'a'", OldObject: true})
+	g, q, logged, m := newTestRuleGate(t, rules.Spec{Match: "object.metadata.annotations['team'] == 'a'", OldObject: true})
 	g.Add(informers.Change{Verb: informers.Added, Resource: configMaps, Object: ruleCM(t, "a", "1", "frontend", "x")})
 	if len(q.added) != 1 {
 		t.Fatalf("handed on %d changes; want the add, published as if the expression were true", len(q.added))
 	}
-	if n := testutil.ToFloat64(g.metrics.Errors.WithLabelValues(configMaps.String(), "match")); n != 1 {
+	if n := testutil.ToFloat64(m.Errors.WithLabelValues(configMaps.String(), "match")); n != 1 {
 		t.Errorf("kubebridge_rule_errors_total{rule=match} %v; want 1", n)
 	}
 	if !strings.Contains(logged.String(), `"object"="ns/a"`) {
@@ -166,7 +166,7 @@ func TestRuleTransform(t *testing.T) {
 
 // A snapshot and the missed-delete scan read only objects in scope.
 func TestMatchingCache(t *testing.T) {
-	g, _, _ := newTestRuleGate(t, rules.Spec{Match: frontendOnly, OldObject: true})
+	g, _, _, _ := newTestRuleGate(t, rules.Spec{Match: frontendOnly, OldObject: true})
 	c := matchingCache{syncedCache: fixtures.MapCache{"ns/in": ruleCM(t, "in", "1", "frontend", "x"), "ns/out": ruleCM(t, "out", "1", "backend", "x")}, gate: g}
 	if _, ok := c.Get("ns/in"); !ok {
 		t.Error("the object in scope reads as absent")
