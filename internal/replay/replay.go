@@ -31,6 +31,9 @@ type Message struct {
 	Header  nats.Header
 	Data    []byte
 	Event   *event.Event
+	// Stored is when JetStream stored the message (zero for messages
+	// not read from a stream).
+	Stored time.Time
 }
 
 // Ext returns a string extension of the message's event.
@@ -123,7 +126,7 @@ func ForEach(ctx context.Context, js jetstream.JetStream, stream, filter string,
 			case err != nil:
 				return fmt.Errorf("seq %d: %w", meta.Sequence.Stream, err)
 			default:
-				if err := f(Message{Seq: meta.Sequence.Stream, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Event: ev}); err != nil {
+				if err := f(Message{Seq: meta.Sequence.Stream, Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Event: ev, Stored: meta.Timestamp}); err != nil {
 					return err
 				}
 			}
