@@ -229,7 +229,7 @@ func TestManyPointsAreThinnedKeepingSpikes(t *testing.T) {
 func TestSpanLabelsStandApartNearTheirSpans(t *testing.T) {
 	var spans []Span
 	for i := 0; i < 90; i++ {
-		s := at(float64(i*37 + (i%3)*5))
+		s := at(float64(i*37 + (i%3)*12)) // 13 s, under labelGap, after the one before every third
 		spans = append(spans, Span{Label: "fault", Start: s, End: s.Add(time.Duration(5+i%20) * time.Second)})
 	}
 	_, elems := write(t, "", []Panel{{Series: []Series{{Name: "a", Points: ramp(3600, 3600, 0, 1)}}}}, spans)
