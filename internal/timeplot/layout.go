@@ -22,6 +22,7 @@ const (
 	axisHeight    = 48.0 // the time axis's labels and title, under the last panel
 	charWidth     = 6.2  // about one character's width in the 11px label font
 	labelGap      = 12.0 // the least distance between two span labels
+	labelOffset   = 7.5  // a span label's baseline right of its span's start: its glyphs, left of the baseline, clear the span's edge
 	maxLabelRunes = 32
 	legendRunes   = 24
 )
@@ -94,15 +95,15 @@ func (l *layout) seconds(t time.Time) float64 {
 	return t.Sub(l.t0).Seconds()
 }
 
-// timeBounds is the earliest time of any finite point or span, the
-// latest one in seconds from it, and the last finite point's (the latest
-// time when there is no point).
+// timeBounds is the earliest time of any drawable point or span, the
+// latest one in seconds from it, and the last drawable point's (the
+// latest time when there is no point).
 func timeBounds(panels []Panel, spans []Span) (t0 time.Time, end, lastPoint float64) {
 	var all, points bounds
 	for _, p := range panels {
 		for _, s := range p.Series {
 			for _, pt := range s.Points {
-				if finite(pt.Value) {
+				if drawable(pt) {
 					all.add(pt.At)
 					points.add(pt.At)
 				}
@@ -137,6 +138,12 @@ func (b *bounds) add(t time.Time) {
 	}
 }
 
+// drawable is whether a point is drawn: one with a time and a finite
+// value.
+func drawable(pt Point) bool {
+	return !pt.At.IsZero() && finite(pt.Value)
+}
+
 func finite(v float64) bool {
 	return !math.IsNaN(v) && !math.IsInf(v, 0)
 }
@@ -162,7 +169,7 @@ func (l *layout) placePanel(p Panel, top float64, styles map[string]int) panelLa
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, s := range p.Series {
 		for _, pt := range s.Points {
-			if finite(pt.Value) {
+			if drawable(pt) {
 				lo, hi = math.Min(lo, pt.Value), math.Max(hi, pt.Value)
 			}
 		}
@@ -231,7 +238,7 @@ func placeLabels(spans []spanLayout, limit float64) {
 	gap := math.Min(labelGap, (limit-plotLeft)/float64(len(spans)))
 	prev := math.Inf(-1)
 	for _, i := range order {
-		spans[i].labelX = math.Max(spans[i].x0+4, prev+gap)
+		spans[i].labelX = math.Max(spans[i].x0+labelOffset, prev+gap)
 		prev = spans[i].labelX
 	}
 	next := limit + gap

@@ -9,12 +9,12 @@ import (
 // pixel is a point on the page.
 type pixel struct{ x, y float64 }
 
-// toPixels places a series' finite points in a panel, in time order, a
+// toPixels places a series' drawable points in a panel, in time order, a
 // few per pixel column at most (see keepInColumn).
 func (l *layout) toPixels(points []Point, p *panelLayout) []pixel {
 	kept := make([]Point, 0, len(points))
 	for _, pt := range points {
-		if finite(pt.Value) {
+		if drawable(pt) {
 			kept = append(kept, pt)
 		}
 	}

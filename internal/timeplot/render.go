@@ -40,9 +40,9 @@ func renderSpans(s *svgWriter, l *layout) {
 // foot, joined to its span's start by a short line when it had to move.
 func renderSpanLabels(s *svgWriter, l *layout) {
 	for _, sp := range l.spans {
-		s.line(sp.labelX, l.labelBottom-7, sp.x0, l.labelBottom, `class="span-edge"`)
+		s.line(sp.labelX-labelOffset/2, l.labelBottom-7, sp.x0, l.labelBottom, `class="span-edge"`)
 		s.printf("<text class=\"span-label\" transform=\"translate(%.1f,%.1f) rotate(-90)\">%s</text>\n",
-			sp.labelX+3.5, l.labelBottom-9, escape(sp.label))
+			sp.labelX, l.labelBottom-9, escape(sp.label))
 	}
 }
 

@@ -78,7 +78,8 @@ func having(elems []element, name, class string) []element {
 	return out
 }
 
-// points parses a polyline's points attribute.
+// points parses a polyline's points attribute; a coordinate that is NaN
+// or infinite fails the test.
 func points(t *testing.T, e element) []pixel {
 	t.Helper()
 	var out []pixel
@@ -86,7 +87,7 @@ func points(t *testing.T, e element) []pixel {
 		xs, ys, ok := strings.Cut(pair, ",")
 		x, errX := strconv.ParseFloat(xs, 64)
 		y, errY := strconv.ParseFloat(ys, 64)
-		if !ok || errX != nil || errY != nil {
+		if !ok || errX != nil || errY != nil || !finite(x) || !finite(y) {
 			t.Fatalf("bad point %q in %q", pair, e.attrs["points"])
 		}
 		out = append(out, pixel{x, y})
@@ -94,11 +95,12 @@ func points(t *testing.T, e element) []pixel {
 	return out
 }
 
+// attr parses a number attribute; NaN or infinite fails the test.
 func attr(t *testing.T, e element, name string) float64 {
 	t.Helper()
 	v, err := strconv.ParseFloat(e.attrs[name], 64)
-	if err != nil {
-		t.Fatalf("%s %s=%q: %v", e.name, name, e.attrs[name], err)
+	if err != nil || !finite(v) {
+		t.Fatalf("%s %s=%q: not a finite number (%v)", e.name, name, e.attrs[name], err)
 	}
 	return v
 }

@@ -12,8 +12,8 @@ type Point struct {
 	Value float64
 }
 
-// Series is one line of a panel. Points need not be sorted; NaN and
-// infinite values are left out.
+// Series is one line of a panel. Points need not be sorted; points with
+// a NaN or infinite value, or a zero time, are left out.
 type Series struct {
 	Name   string
 	Points []Point

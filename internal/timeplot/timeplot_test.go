@@ -180,7 +180,7 @@ func TestEmptyInputsStillDrawAPlot(t *testing.T) {
 		"one point":        {panels: []Panel{{Series: []Series{{Name: "p", Points: []Point{{at(1), 5}}}}}}},
 		"all zero":         {panels: []Panel{{Series: []Series{{Name: "z", Points: ramp(4, 3, 0, 0)}}}}},
 		"negative values":  {panels: []Panel{{Series: []Series{{Name: "n", Points: ramp(4, 3, -7, 2)}}}}},
-		"zero times":       {panels: []Panel{{Series: []Series{{Name: "z", Points: []Point{{Value: 1}, {Value: 2}}}}}}, spans: []Span{{Label: "zero"}}},
+		"zero times":       {panels: []Panel{{Series: []Series{{Name: "z", Points: []Point{{Value: 1}, {at(5), 2}, {at(9), 3}}}}}}, spans: []Span{{Label: "zero"}}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -191,12 +191,19 @@ func TestEmptyInputsStillDrawAPlot(t *testing.T) {
 			if got := len(having(elems, "rect", "span")); got != len(c.spans) {
 				t.Errorf("%d span rects, want %d", got, len(c.spans))
 			}
+			// Every coordinate is a finite number, and a line's are on its
+			// panel.
+			frame := having(elems, "rect", "frame")[0]
 			for _, l := range having(elems, "polyline", "series") {
 				for _, p := range points(t, l) {
-					if math.IsNaN(p.x) || math.IsNaN(p.y) {
-						t.Errorf("NaN coordinate in %q", l.attrs["points"])
+					if p.x < attr(t, frame, "x") || p.x > attr(t, frame, "x")+attr(t, frame, "width") {
+						t.Errorf("x %.1f off the plot", p.x)
 					}
 				}
+			}
+			for _, r := range having(elems, "rect", "span") {
+				attr(t, r, "x")
+				attr(t, r, "width")
 			}
 		})
 	}
@@ -243,11 +250,14 @@ func TestSpanLabelsStandApartNearTheirSpans(t *testing.T) {
 		if _, err := fmt.Sscanf(l.attrs["transform"], "translate(%g,%g)", &x, &y); err != nil {
 			t.Fatalf("label %d transform %q: %v", i, l.attrs["transform"], err)
 		}
-		if x-prev < labelGap-0.11 {
+		// Written so that a NaN fails too.
+		if !(x-prev >= labelGap-0.11) {
 			t.Errorf("label %d at x %.1f, %.1f after the one before, want %v apart", i, x, x-prev, labelGap)
 		}
-		if d := x - attr(t, rects[i], "x"); d < 0 || d > 3*labelGap {
-			t.Errorf("label %d at x %.1f, %.1f from its span's start", i, x, d)
+		// Its glyphs are left of its baseline: at labelOffset they clear
+		// the span's edge.
+		if d := x - attr(t, rects[i], "x"); !(d >= labelOffset-0.11 && d <= 3*labelGap) {
+			t.Errorf("label %d at x %.1f, %.1f right of its span's start, want %v to %v", i, x, d, labelOffset, 3*labelGap)
 		}
 		prev = x
 	}
