@@ -3,13 +3,15 @@
 // by hack/build-kube-bins.sh) plus an in-process NATS server with
 // JetStream enabled; and, for tests that SIGKILL NATS servers or cluster
 // them, nats-server processes run from config files (NATSProcess,
-// NATSCluster).
+// NATSCluster). A cluster started with PartitionableRoutes routes its
+// nodes through proxies of its own (internal/netproxy), so that a test
+// can cut one node off from its peers (Partition, Heal).
 //
 // It owns the lifecycle of those processes and everything they need on
 // disk (temp dir, ports, serving certs, service-account keys, the admin
 // token, kubeconfig and log files), and the fault-injection helpers tests
 // use against them: killing and restarting kube-apiserver, etcd and NATS,
-// and compacting etcd.
+// partitioning a NATS node, and compacting etcd.
 //
 // One environment is shared by all tests of a package. Start it from
 // TestMain and fetch it in each test:
@@ -33,5 +35,6 @@
 // themselves in unique namespaces rather than rely on cleanup.
 //
 // Tests, benchmarks and the demo only. Of this module it imports
-// internal/natsembed, internal/natstest and internal/freeport.
+// internal/natsembed, internal/natstest, internal/freeport and
+// internal/netproxy.
 package testenv

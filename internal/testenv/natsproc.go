@@ -6,11 +6,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // BuildNATSServer builds the nats-server of this module's go.mod into dir
@@ -117,108 +114,4 @@ func getStatus(ctx context.Context, client *http.Client, url string) error {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return nil
-}
-
-// NATSCluster is n nats-server processes clustered over routes, each with
-// JetStream and a store of its own.
-type NATSCluster struct {
-	Nodes []*NATSProcess
-}
-
-// StartNATSCluster starts n nodes named n0, n1, ... under dir and waits
-// until every node's /healthz is 200 (a meta leader elected). extra is
-// added to every node's config.
-func StartNATSCluster(ctx context.Context, bin, dir string, n int, extra string) (*NATSCluster, error) {
-	ports, err := freePorts(3 * n)
-	if err != nil {
-		return nil, err
-	}
-	var routes []string
-	for i := range n {
-		routes = append(routes, fmt.Sprintf("nats-route://%s", hostPort(ports[3*i+1])))
-	}
-	c := &NATSCluster{}
-	errc := make(chan error, n)
-	for i := range n {
-		name := fmt.Sprintf("n%d", i)
-		store := filepath.Join(dir, name+"-store")
-		conf := fmt.Sprintf(`server_name: %q
-listen: %q
-http: %q
-jetstream { store_dir: %q }
-cluster {
-  name: testenv
-  listen: %q
-  routes: [%s]
-}
-%s
-`, name, hostPort(ports[3*i]), hostPort(ports[3*i+2]), store, hostPort(ports[3*i+1]), strings.Join(routes, ", "), extra)
-		node := &NATSProcess{Name: name, ClientURL: "nats://" + hostPort(ports[3*i]), MonitorURL: "http://" + hostPort(ports[3*i+2]),
-			bin: bin, conf: filepath.Join(dir, name+".conf"), logPath: filepath.Join(dir, name+".log")}
-		if err := os.WriteFile(node.conf, []byte(conf), 0o600); err != nil {
-			return nil, err
-		}
-		c.Nodes = append(c.Nodes, node)
-		// Started together: JetStream in a cluster waits for its peers.
-		go func() { errc <- node.Start(ctx) }()
-	}
-	for range n {
-		if e := <-errc; e != nil && err == nil {
-			err = e
-		}
-	}
-	if err == nil {
-		err = c.WaitHealthy(ctx)
-	}
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c, nil
-}
-
-// URL is every node's client URL, comma-separated, as NATS_URL takes them.
-func (c *NATSCluster) URL() string {
-	var urls []string
-	for _, n := range c.Nodes {
-		urls = append(urls, n.ClientURL)
-	}
-	return strings.Join(urls, ",")
-}
-
-// Node returns the node with server_name name, or nil.
-func (c *NATSCluster) Node(name string) *NATSProcess {
-	for _, n := range c.Nodes {
-		if n.Name == name {
-			return n
-		}
-	}
-	return nil
-}
-
-// WaitHealthy waits until every running node's /healthz is 200.
-func (c *NATSCluster) WaitHealthy(ctx context.Context) error {
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		last = nil
-		for _, n := range c.Nodes {
-			if n.Running() {
-				if err := n.Healthy(ctx); err != nil {
-					last = fmt.Errorf("%s: %w", n.Name, err)
-				}
-			}
-		}
-		return last == nil, nil
-	})
-	if err != nil {
-		return fmt.Errorf("testenv: NATS cluster not healthy: %w", last)
-	}
-	return nil
-}
-
-// Close kills every node.
-func (c *NATSCluster) Close() {
-	for _, n := range c.Nodes {
-		n.Kill()
-	}
 }

@@ -172,7 +172,7 @@ func TestPartitionedLeader(t *testing.T) {
 	b1, b2, c := h.leaderUnderChurn(v1, 11)
 	defer c.stop()
 	before := maps.Clone(h.listConfigMaps(h.ns, metav1.ListOptions{}))
-	proxy.pause()
+	proxy.Pause()
 	cut := time.Now()
 	b1.stopped.Store(true)
 	b2.waitLog("Start-up snapshots published", 2*readyTimeout)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/cli"
 	"github.com/kubebridge/kubebridge/internal/natstest"
+	"github.com/kubebridge/kubebridge/internal/netproxy"
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/consume"
@@ -27,7 +28,7 @@ import (
 type leafTopology struct {
 	hub    *testenv.NATSProcess
 	leaves map[string]*testenv.NATSProcess
-	links  map[string]*pausableProxy
+	links  map[string]*netproxy.Proxy
 }
 
 func startLeafTopology(t *testing.T, clusters ...string) *leafTopology {
@@ -54,7 +55,7 @@ leafnodes { listen: %q, no_advertise: true }
 			t.Logf("==== hub's log, last lines:\n%s", lastLines(hub.Log(), 30))
 		}
 	})
-	top := &leafTopology{hub: hub, leaves: map[string]*testenv.NATSProcess{}, links: map[string]*pausableProxy{}}
+	top := &leafTopology{hub: hub, leaves: map[string]*testenv.NATSProcess{}, links: map[string]*netproxy.Proxy{}}
 	for _, c := range clusters {
 		link := startProxy(t, addr(leafPort))
 		client, monitor := natstest.FreePort(t), natstest.FreePort(t)
@@ -65,7 +66,7 @@ leafnodes {
   reconnect: "1s"
   remotes: [ { url: "nats-leaf://%s" } ]
 }
-`, "leaf-"+c, addr(client), addr(monitor), link.addr()), client, monitor)
+`, "leaf-"+c, addr(client), addr(monitor), link.Addr()), client, monitor)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +130,7 @@ func TestClustersThroughLeafNodes(t *testing.T) {
 		t.Fatalf("churn stalled: %v, %v", ca, cb)
 	}
 
-	top.links["a"].cut()
+	top.links["a"].Cut()
 	cutAt, opsA, opsB := time.Now(), ca.ops(), cb.ops()
 	publishedA := ba.waitPublishedSettled(10 * time.Second)
 	// The cut lasts 30s, the behaviour under test; liveness is read each
@@ -146,7 +147,7 @@ func TestClustersThroughLeafNodes(t *testing.T) {
 	if n := ba.scrape().sum("kubebridge_events_published_total") - publishedA; n > 0 {
 		t.Errorf("cluster a's bridge published %v events while its leaf was cut off from the hub: the cut did not cut", n)
 	}
-	top.links["a"].restore()
+	top.links["a"].Restore()
 	t.Logf("leaf a cut off from the hub for %v: %d changes in cluster a, %d in cluster b meanwhile", time.Since(cutAt).Round(time.Millisecond), ca.ops()-opsA, cb.ops()-opsB)
 	resumed := ba.waitPublishedAfter(time.Now(), 2*time.Minute)
 	t.Logf("cluster a's bridge published again %v after the link came back", resumed.Round(time.Millisecond))
