@@ -220,6 +220,10 @@ func valBreaks() []valBreak {
 			s.insertAfter("a4", &valSpec{ceType: contract.TypeUpdated, typ: valCM, v: a4.v - 1, old: a4.v, term: 1, at: a4.at, label: "a3 late"})
 			return valWant{seq: s.seqOf("a3 late"), uid: s.uidOf("a"), detail: "below rv"}
 		}},
+		{name: "an end marker miscounting its items", check: "atomic", apply: func(s *valScenario) valWant {
+			s.spec("end s2").count = 6
+			return valWant{seq: s.seqOf("end s2"), detail: `snapshotcount "6", but 5 items`}
+		}},
 		{name: "an object missing from a snapshot", check: "atomic", apply: func(s *valScenario) valWant {
 			s.drop("item h s2")
 			s.spec("end s2").count = 4
