@@ -101,10 +101,11 @@ type reliableTally struct {
 	handover   int // made while no bridge published, and caught up by the next term
 	heldBack   int // still held back at the end: nothing but metadata.resourceVersion changed since the version last published
 	unseen     int // of a stay in scope the stream never mentions, which ended (created and deleted while not published)
+	relisted   int // made while the bridges could not watch, and missed by their relist
 	lost       int // none of these
 }
 
 func (t reliableTally) String() string {
-	return fmt.Sprintf("%d changes: %d own events, %d coalesced, %d superseded, %d across a handover, %d held back, %d of stays never published, %d lost",
-		t.changes, t.own, t.coalesced, t.superseded, t.handover, t.heldBack, t.unseen, t.lost)
+	return fmt.Sprintf("%d changes: %d own events, %d coalesced, %d superseded, %d across a handover, %d held back, %d of stays never published, %d missed by a relist, %d lost",
+		t.changes, t.own, t.coalesced, t.superseded, t.handover, t.heldBack, t.unseen, t.relisted, t.lost)
 }

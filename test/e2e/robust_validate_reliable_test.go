@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -29,12 +30,15 @@ import (
 //     projection differs from the version last published only in
 //     metadata.resourceVersion (§11, §13);
 //   - or of a stay in scope that ended without any message: created and
-//     deleted while nothing published.
+//     deleted while nothing published;
+//   - or made while the bridges were blind (validateStreamBlind's spans,
+//     widened by frameMargin) and followed by a message of its uid: missed
+//     by the informer's relist, which shows only the newest version.
 //
-// An exit is accounted for only by a deleted, a handover or an unseen
-// stay. A change none of these account for is lost; the detail keeps the
-// type's tally. A change missed in an informer's relist gap looks the same
-// as a lost one: the stream cannot tell them apart.
+// An exit is accounted for only by a deleted, a handover, an unseen stay
+// or a relist. A change none of these account for is lost; the detail
+// keeps the type's tally. Without the blind spans, a change missed in a
+// relist looks the same as a lost one: the stream cannot tell them apart.
 func (r *valRun) checkReliable() []violation {
 	tallies := map[string]*reliableTally{}
 	var out []violation
@@ -54,8 +58,9 @@ func (r *valRun) checkReliable() []violation {
 }
 
 // reliableTallies is the reliable check's tally per type, for a report.
-func reliableTallies(msgs []replay.Message, hist *history, rules map[string]typeRules) map[string]reliableTally {
+func reliableTallies(msgs []replay.Message, hist *history, rules map[string]typeRules, blind []faultSpan) map[string]reliableTally {
 	run := newValRun(msgs, hist, rules)
+	run.blind = blind
 	out := map[string]reliableTally{}
 	for _, key := range run.keys {
 		o := run.objects[key]
@@ -148,8 +153,21 @@ func (r *valRun) account(o *valObject, changes []valChange, episodes []valEpisod
 		return &t.handover
 	case !c.exit && (r.msgs[o.msgs[next]].Event.Type() == contract.TypeSnapshotItem || isFinalStateUnknown(r.msgs[o.msgs[next]])):
 		return &t.superseded
+	case r.madeBlind(o.versions[c.v].at):
+		return &t.relisted
 	}
 	return &t.lost
+}
+
+// madeBlind tells whether a version seen at at was made while the bridges
+// could not watch.
+func (r *valRun) madeBlind(at time.Time) bool {
+	for _, f := range r.blind {
+		if at.After(f.start.Add(-frameMargin)) && (f.end.IsZero() || at.Before(f.end.Add(frameMargin))) {
+			return true
+		}
+	}
+	return false
 }
 
 // nextMessage is the position (in o.msgs) of the uid's first message at

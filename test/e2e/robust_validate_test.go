@@ -22,7 +22,19 @@ import (
 
 // validateStream checks every message of the run's stream against the history.
 func validateStream(msgs []replay.Message, hist *history, rules map[string]typeRules) []violation {
+	return validateStreamBlind(msgs, hist, rules, nil)
+}
+
+// validateStreamBlind is validateStream for a run whose bridges could not
+// watch the apiserver during the spans blind (their links cut, the
+// apiserver down): a bridge's informer then relists, and the versions
+// made meanwhile that the list no longer shows were never the bridge's to
+// publish. The reliable check counts a change made in such a span (with a
+// margin) and followed by a message of its object as missed by a relist,
+// rather than lost.
+func validateStreamBlind(msgs []replay.Message, hist *history, rules map[string]typeRules, blind []faultSpan) []violation {
 	run := newValRun(msgs, hist, rules)
+	run.blind = blind
 	var out []violation
 	out = append(out, run.checkValid()...)
 	out = append(out, run.checkOrdered()...)
@@ -44,6 +56,8 @@ type valRun struct {
 	// firstTerm is the sequence of the first term marker of each cluster
 	// and shard ("cluster/shard").
 	firstTerm map[string]uint64
+	// blind are the spans the bridges could not watch in.
+	blind []faultSpan
 }
 
 // valMsg is what the validators know of one message beyond itself.
