@@ -27,7 +27,7 @@ SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 # to install. .golangci.yml says what golangci-lint checks.
 GOLANGCI_LINT := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: help build image image-push version test test-unit kube-bins lint run bench fuzz clean demo demo-up
+.PHONY: help build image image-push version test test-unit robustness kube-bins lint run bench fuzz clean demo demo-up
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -68,6 +68,23 @@ test: ## Run unit, integration and end-to-end tests, and the monitoring rules' (
 	  set +e; $(GO) test -race -count=1 -timeout 30m $(TEST_FIRST) $(PKGS); main=$$?; wait; \
 	  echo "== deploy/monitoring (a module of its own, run beside the main one):"; head -n -1 $$mon; \
 	  monrc=$$(tail -n 1 $$mon); rm -f $$mon; test $$main = 0 && test $$monrc = 0
+
+# make robustness: TestRobustness (test/e2e/robustness_test.go), the
+# bridge under a seeded random schedule of faults, every message checked
+# against the recorded history. DURATION is the schedule's length, SEED
+# its seed (empty: from the clock; the test logs it). The go test timeout
+# is the schedule plus 20 minutes for setting up and checking. The report
+# goes to REPORT (default: a directory under $TMPDIR the test names).
+DURATION ?= 5m
+SEED ?=
+REPORT ?=
+robustness: ## The bridge under random faults, every message checked against the history (DURATION=5m, SEED=; docs/robustness.md)
+	@set -e; bins=$$(bash hack/build-kube-bins.sh); \
+	  secs=$$(echo '$(DURATION)' | sed -E 's/^([0-9]+)h$$/\1*3600/; s/^([0-9]+)m$$/\1*60/; s/^([0-9]+)s$$/\1/'); \
+	  case "$$secs" in ''|*[!0-9*]*) echo "make robustness: DURATION=$(DURATION): want e.g. 90s, 5m or 1h"; exit 2;; esac; \
+	  KUBEBRIDGE_KUBE_BINS=$$bins KUBEBRIDGE_REQUIRE_E2E=1 \
+	  KUBEBRIDGE_ROBUSTNESS_DURATION=$(DURATION) KUBEBRIDGE_ROBUSTNESS_SEED=$(SEED) KUBEBRIDGE_ROBUSTNESS_REPORT=$(REPORT) \
+	  $(GO) test -count=1 -v -timeout $$(( $$secs + 1200 ))s -run '^TestRobustness$$' ./test/e2e
 
 test-unit: ## Fast tests only (no control plane; end-to-end tests skip)
 	$(GO) test -race -short -count=1 $(PKGS)
