@@ -167,12 +167,11 @@ func robustRules(types []robustType) map[string]typeRules {
 				if !selectable {
 					return true
 				}
-				labels, _ := nested(obj, "metadata", "labels").(map[string]any)
-				_, out := labels[robustOutLabel]
+				_, out, _ := unstructured.NestedString(obj, "metadata", "labels", robustOutLabel)
 				return !out
 			},
 			project: func(obj map[string]any) map[string]any {
-				c := deepCopyJSON(obj)
+				c := runtime.DeepCopyJSON(obj)
 				meta, _ := c["metadata"].(map[string]any)
 				delete(meta, "managedFields")
 				annotations, _ := meta["annotations"].(map[string]any)
@@ -185,39 +184,4 @@ func robustRules(types []robustType) map[string]typeRules {
 		}
 	}
 	return out
-}
-
-func nested(obj map[string]any, keys ...string) any {
-	var cur any = obj
-	for _, k := range keys {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = m[k]
-	}
-	return cur
-}
-
-// deepCopyJSON copies a JSON-shaped value.
-func deepCopyJSON(obj map[string]any) map[string]any {
-	out := make(map[string]any, len(obj))
-	for k, v := range obj {
-		out[k] = copyJSONValue(v)
-	}
-	return out
-}
-
-func copyJSONValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return deepCopyJSON(x)
-	case []any:
-		c := make([]any, len(x))
-		for i := range x {
-			c[i] = copyJSONValue(x[i])
-		}
-		return c
-	}
-	return v
 }
