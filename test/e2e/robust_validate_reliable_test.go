@@ -153,6 +153,8 @@ func (r *valRun) account(o *valObject, changes []valChange, episodes []valEpisod
 		return &t.handover
 	case !c.exit && (r.msgs[o.msgs[next]].Event.Type() == contract.TypeSnapshotItem || isFinalStateUnknown(r.msgs[o.msgs[next]])):
 		return &t.superseded
+	case next == 0 && r.beforeTerm(o, c):
+		return &t.handover
 	case r.madeBlind(o.versions[c.v].at):
 		return &t.relisted
 	}
@@ -215,6 +217,16 @@ func (r *valRun) caughtUpByLaterTerm(o *valObject) bool {
 		}
 	}
 	return false
+}
+
+// beforeTerm tells whether change c was made before the term of the
+// uid's first message began: nothing published while it was made (the
+// traffic starts before the first leader; a leader may die before its
+// start-up snapshot reaches the object), and the uid's later messages
+// carry its state from then on.
+func (r *valRun) beforeTerm(o *valObject, c valChange) bool {
+	began, ok := r.termBegan[r.info[o.msgs[0]].term]
+	return ok && !began.IsZero() && o.versions[c.v].at.Before(began)
 }
 
 // heldBack tells whether change c differs from the version the uid's last

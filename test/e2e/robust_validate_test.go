@@ -3,6 +3,7 @@ package e2e
 import (
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -58,6 +59,9 @@ type valRun struct {
 	firstTerm map[string]uint64
 	// blind are the spans the bridges could not watch in.
 	blind []faultSpan
+	// termBegan is when each term's marker was stored: no bridge of that
+	// term published before.
+	termBegan map[uint64]time.Time
 }
 
 // valMsg is what the validators know of one message beyond itself.
@@ -144,12 +148,14 @@ func (r *valRun) ofType(subject string) string {
 func (r *valRun) classify() {
 	r.info = make([]valMsg, len(r.msgs))
 	r.firstTerm = map[string]uint64{}
+	r.termBegan = map[uint64]time.Time{}
 	markers := map[string][]uint64{}
 	highest := map[string]uint64{}
 	for i, m := range r.msgs {
 		info := valMsg{typ: r.ofType(m.Subject), key: clusterShard(m)}
 		if m.Event.Type() == contract.TypeTerm {
 			info.term, info.admitted = m.Seq, true
+			r.termBegan[m.Seq] = m.Stored
 			if _, ok := r.firstTerm[info.key]; !ok {
 				r.firstTerm[info.key] = m.Seq
 			}

@@ -297,3 +297,30 @@ func TestValidateRelistGap(t *testing.T) {
 		t.Errorf("%d changes missed by a relist, want 2", n)
 	}
 }
+
+// TestValidateChangesBeforeTheFirstTerm: the traffic starts before the
+// first leader publishes, and a leader may die before its start-up
+// snapshot reaches an object: the changes made before its term began are
+// a handover, those made after it are lost.
+func TestValidateChangesBeforeTheFirstTerm(t *testing.T) {
+	for _, before := range []bool{true, false} {
+		s := newValScenario(t)
+		if !before {
+			s.termMarker(1)
+		}
+		x1 := s.create(valCM, "x", nil)
+		s.update("x", setData("1"))
+		if before {
+			s.termMarker(1)
+		}
+		x3 := s.update("x", setData("2"))
+		s.msg(1, contract.TypeUpdated, x3).old = x1
+		got := validateStream(s.build(), &s.hist, s.rules)
+		switch {
+		case before && len(got) != 0:
+			t.Errorf("changes made before the first term began: want no violation; got:%s", valListed(got))
+		case !before && (len(got) != 2 || got[0].check != "reliable" || got[1].check != "reliable"):
+			t.Errorf("changes made after the first term began, published by nothing: want 2 lost (reliable); got:%s", valListed(got))
+		}
+	}
+}
