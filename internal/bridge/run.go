@@ -43,7 +43,7 @@ func Main(ctx context.Context, cfg *config.Config, version string) error {
 		natsOpts = append(natsOpts, nats.InProcessServer(srv))
 		logger.Info("NATS_URL is unset: started an embedded NATS server with JetStream", "url", url, "storeDir", cfg.EmbeddedNATSStoreDir)
 	} else {
-		auth := sink.Auth{CredsFile: cfg.NATSCreds, NKeyFile: cfg.NATSNKey, Token: cfg.NATSToken, User: cfg.NATSUser, Password: cfg.NATSPassword, CAFile: cfg.NATSCA, CertFile: cfg.NATSCert, KeyFile: cfg.NATSKey}
+		auth := sink.Auth{CredsFile: cfg.NATSCreds, NKeyFile: cfg.NATSNKey, Token: cfg.NATSToken, User: cfg.NATSUser, Password: cfg.NATSPassword, CAFile: cfg.NATSCA, CertFile: cfg.NATSCert, KeyFile: cfg.NATSKey, ServerName: cfg.NATSTLSServerName}
 		if natsOpts, err = auth.Options(); err != nil {
 			return err
 		}
