@@ -174,7 +174,7 @@ func benchPipeline(b *testing.B, url, storage string, replicas int, fenced bool)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if deps.fence, err = startTerm(ctx, js, stream, deps.encoder, contract.TermData{Holder: "bench"}, time.Now(), time.Millisecond); err != nil {
+		if deps.fence, err = startTerm(ctx, js, stream, deps.encoder, contract.TermData{Holder: "bench"}, time.Now(), time.Millisecond, nil); err != nil {
 			b.Fatal(err)
 		}
 		deps.encoder = &encode.Encoder{Subjects: subjects, Term: deps.fence.Term()}

@@ -48,7 +48,11 @@ func (b *Bridge) Run(ctx context.Context) error {
 		deposed = el.Deposed()
 		termData = contract.TermData{Holder: el.Identity(), PreviousHolder: term.PreviousHolder}
 	}
-	fence, err := startTerm(lead, b.js, b.stream, newEncoder(b.cfg, b.subjects, b.info, 0), termData, b.opts.now(), 200*time.Millisecond)
+	var holds func() error
+	if el != nil {
+		holds = el.Holds
+	}
+	fence, err := startTerm(lead, b.js, b.stream, newEncoder(b.cfg, b.subjects, b.info, 0), termData, b.opts.now(), 200*time.Millisecond, holds)
 	if err != nil {
 		if ctx.Err() != nil || isClosed(deposed) {
 			return endTerm(ctx, el, lm, nil, nil)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/replay"
 	"github.com/kubebridge/kubebridge/pkg/contract"
+	"github.com/kubebridge/kubebridge/pkg/sink"
 )
 
 // lastView is the stream as a consumer bootstrapping from the last message
@@ -184,6 +185,8 @@ func republish(t *testing.T, ctx context.Context, js jetstream.JetStream, m repl
 	msg.Header.Set(contract.HeaderType, typ)
 	msg.Header.Set(contract.Header("id"), id)
 	msg.Header.Set(nats.MsgIdHdr, id)
+	// The original's condition is stored with it.
+	msg.Header.Del(sink.HeaderExpectedLastSubjectSequence)
 	var opts []jetstream.PublishOpt
 	if expect != 0 {
 		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(expect))

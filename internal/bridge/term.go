@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,10 +26,17 @@ type termPublisher interface {
 // startTerm publishes this replica's term marker before anything else it
 // publishes, retrying until it is stored or ctx ends, and returns the
 // fence of the term: the marker's stream sequence. Every later event
-// carries it (the term's encoder is made with it), and every publish is conditional on its subject's
-// last sequence, so a replica that has been deposed, but does not know it
-// yet, cannot overwrite what this term wrote.
-func startTerm(ctx context.Context, js termPublisher, stream termStream, enc *encode.Encoder, d contract.TermData, now time.Time, backoff time.Duration) (*sink.Fence, error) {
+// carries it (the term's encoder is made with it), and every publish is
+// conditional on its subject's last sequence, so a replica that has been
+// deposed, but does not know it yet, cannot overwrite what this term wrote.
+//
+// The marker itself is conditional on the last sequence of the term
+// subject, read just before, and holds (nil without leader election) is
+// asked before each attempt: a replica frozen between taking the Lease
+// and storing its marker would otherwise store it after its successor's
+// when it thaws, and its empty term would outrank the successor's for
+// every consumer (contract §3), though the successor goes on publishing.
+func startTerm(ctx context.Context, js termPublisher, stream termStream, enc *encode.Encoder, d contract.TermData, now time.Time, backoff time.Duration, holds func() error) (*sink.Fence, error) {
 	logger := klog.FromContext(ctx)
 	msg, err := enc.TermMarker(d, now)
 	if err != nil {
@@ -36,12 +44,15 @@ func startTerm(ctx context.Context, js termPublisher, stream termStream, enc *en
 	}
 	wait := backoff
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		ack, err := js.PublishMsg(actx, msg)
-		cancel()
+		if holds != nil {
+			if err := holds(); err != nil {
+				return nil, fmt.Errorf("term marker: %w", err)
+			}
+		}
+		seq, err := storeTermMarker(ctx, js, stream, msg)
 		if err == nil {
-			logger.Info("Term started: every event carries this term; a publish over a newer term's message is refused", "term", ack.Sequence, "holder", d.Holder)
-			return sink.NewFence(ack.Sequence, streamTerms{stream: stream, subjects: enc.Subjects}, stream), nil
+			logger.Info("Term started: every event carries this term; a publish over a newer term's message is refused", "term", seq, "holder", d.Holder)
+			return sink.NewFence(seq, streamTerms{stream: stream, subjects: enc.Subjects}, stream), nil
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("term marker: %w", ctx.Err())
@@ -54,6 +65,31 @@ func startTerm(ctx context.Context, js termPublisher, stream termStream, enc *en
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+// storeTermMarker stores msg on its subject if no other marker came since
+// the last one it reads there, and returns its stream sequence. A marker
+// found in its place with its own id is its own, stored by an attempt
+// whose acknowledgement was lost.
+func storeTermMarker(ctx context.Context, js termPublisher, stream termStream, msg *nats.Msg) (uint64, error) {
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var last uint64
+	switch m, err := stream.GetLastMsgForSubject(actx, msg.Subject); {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case err != nil:
+		return 0, fmt.Errorf("read the last term marker: %w", err)
+	case m.Header.Get(nats.MsgIdHdr) == msg.Header.Get(nats.MsgIdHdr):
+		return m.Sequence, nil
+	default:
+		last = m.Sequence
+	}
+	msg.Header.Set(sink.HeaderExpectedLastSubjectSequence, strconv.FormatUint(last, 10))
+	ack, err := js.PublishMsg(actx, msg)
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
 }
 
 // termStream is the part of jetstream.Stream a term's fence reads.
