@@ -358,3 +358,31 @@ func TestValidateSnapshotOfABlindCache(t *testing.T) {
 		t.Errorf("with the blind span, want no violation; got:%s", valListed(got))
 	}
 }
+
+// TestValidateRestatedDeposedDelete: a deposed leader's delete, stored
+// after the next term began, is one consumers ignore; the start-up scan of
+// a later term publishes it again, finalstateunknown, at the same version
+// (a deletion): valid. The same finalstateunknown delete with no deposed
+// delete before it carries a version the bridge never had as a last state.
+func TestValidateRestatedDeposedDelete(t *testing.T) {
+	for _, deposed := range []bool{true, false} {
+		s := newValScenario(t)
+		s.termMarker(1)
+		a := s.create(valCM, "a", nil)
+		s.msg(1, contract.TypeAdded, a)
+		s.termMarker(2)
+		gone := s.remove("a")
+		if deposed {
+			s.msg(1, contract.TypeDeleted, gone)
+		}
+		s.termMarker(3)
+		s.msg(3, contract.TypeDeleted, gone).with(func(sp *valSpec) { sp.fsu = true })
+		got := validateStream(s.build(), &s.hist, s.rules)
+		switch {
+		case deposed && len(got) != 0:
+			t.Errorf("the scan's restatement of a deposed delete: want no violation; got:%s", valListed(got))
+		case !deposed && (len(got) != 1 || got[0].check != "valid"):
+			t.Errorf("a finalstateunknown delete at a deletion, restating nothing: want 1 valid violation; got:%s", valListed(got))
+		}
+	}
+}

@@ -18,7 +18,9 @@ import (
 // so does an update's oldObject. A truncated object is the version's
 // identifying metadata (§1). An added, updated or item is of a version in
 // scope; a deleted that is no finalstateunknown is at the object's
-// deletion or at the update that took it out of scope (§12). A message
+// deletion or at the update that took it out of scope (§12); a
+// finalstateunknown one is at a version in scope, unless it restates a
+// deposed leader's delete (restatesDeposed). A message
 // whose term no term marker backs is no bridge's (§3).
 func (r *valRun) checkValid() []violation {
 	var out []violation
@@ -52,7 +54,7 @@ func (r *valRun) validObject(i int) string {
 	if err != nil {
 		return "its data does not decode: " + err.Error()
 	}
-	if problem := r.validScope(m, o, vi); problem != "" {
+	if problem := r.validScope(m, o, vi); problem != "" && !r.restatesDeposed(i) {
 		return problem
 	}
 	if problem := r.validContent(m, o, vi, d.object); problem != "" {
@@ -62,6 +64,26 @@ func (r *valRun) validObject(i int) string {
 		return r.validOld(m, o, d.oldObject)
 	}
 	return ""
+}
+
+// restatesDeposed reports whether message i is a finalstateunknown delete
+// that the start-up scan published for a delete a deposed leader stored,
+// which consumers ignore (contract §3): it carries that delete's version
+// (a deletion, or the update that left the scope), the last state the
+// stream held.
+func (r *valRun) restatesDeposed(i int) bool {
+	m := r.msgs[i]
+	if !isFinalStateUnknown(m) {
+		return false
+	}
+	for j := i - 1; j >= 0; j-- {
+		p := r.msgs[j]
+		if p.Subject != m.Subject || p.Ext(contract.ExtUID) != m.Ext(contract.ExtUID) {
+			continue
+		}
+		return !r.info[j].admitted && p.Event.Type() == contract.TypeDeleted && p.Ext(contract.ExtResourceVersion) == m.Ext(contract.ExtResourceVersion)
+	}
+	return false
 }
 
 // validScope says what is wrong with the version a message carries for
