@@ -30,6 +30,20 @@ type NATSClusterOptions struct {
 	// proxies the cluster owns, so that Partition can cut a node off from
 	// its peers while it keeps its clients.
 	PartitionableRoutes bool
+	// RouteTLS, if set, runs every route over mutual TLS: each node
+	// presents Cert, as the server and as the client end of a route, and
+	// accepts only peers whose certificates CA signed. Cert must name
+	// 127.0.0.1 and allow both uses.
+	RouteTLS *TLSFiles
+	// ClientTLS, if set, serves TLS on every client port with Cert (CA is
+	// not needed: clients are not asked for certificates); ClientURL is
+	// then tls://.
+	ClientTLS *TLSFiles
+}
+
+// TLSFiles are the files of a nats-server tls block.
+type TLSFiles struct {
+	CA, Cert, Key string
 }
 
 // StartNATSCluster starts n nodes named n0, n1, ... under dir and waits
@@ -62,9 +76,13 @@ func StartNATSClusterWith(ctx context.Context, bin, dir string, opts NATSCluster
 	}
 	for i := range n {
 		name := fmt.Sprintf("n%d", i)
-		node := &NATSProcess{Name: name, ClientURL: "nats://" + hostPort(ports[3*i]), MonitorURL: "http://" + hostPort(ports[3*i+2]),
+		scheme := "nats://"
+		if opts.ClientTLS != nil {
+			scheme = "tls://"
+		}
+		node := &NATSProcess{Name: name, ClientURL: scheme + hostPort(ports[3*i]), MonitorURL: "http://" + hostPort(ports[3*i+2]),
 			bin: bin, conf: filepath.Join(dir, name+".conf"), logPath: filepath.Join(dir, name+".log")}
-		conf := c.nodeConfig(i, name, hostPort(ports[3*i]), hostPort(ports[3*i+2]), filepath.Join(dir, name+"-store"), clusterAddrs, opts.Extra)
+		conf := c.nodeConfig(i, name, hostPort(ports[3*i]), hostPort(ports[3*i+2]), filepath.Join(dir, name+"-store"), clusterAddrs, opts)
 		if err := os.WriteFile(node.conf, []byte(conf), 0o600); err != nil {
 			c.Close()
 			return nil, err
@@ -93,7 +111,7 @@ func StartNATSClusterWith(ctx context.Context, bin, dir string, opts NATSCluster
 
 // nodeConfig is node i's config: its routes go to every node's cluster
 // address, or through the proxies of its links to the other nodes.
-func (c *NATSCluster) nodeConfig(i int, name, client, monitor, store string, clusterAddrs []string, extra string) string {
+func (c *NATSCluster) nodeConfig(i int, name, client, monitor, store string, clusterAddrs []string, opts NATSClusterOptions) string {
 	var routes []string
 	advertise := ""
 	if c.routes != nil {
@@ -104,17 +122,24 @@ func (c *NATSCluster) nodeConfig(i int, name, client, monitor, store string, clu
 			routes = append(routes, "nats-route://"+a)
 		}
 	}
+	clientTLS, routeTLS := "", ""
+	if t := opts.ClientTLS; t != nil {
+		clientTLS = fmt.Sprintf("tls { cert_file: %q, key_file: %q }\n", t.Cert, t.Key)
+	}
+	if t := opts.RouteTLS; t != nil {
+		routeTLS = fmt.Sprintf("  tls { cert_file: %q, key_file: %q, ca_file: %q, verify: true }\n", t.Cert, t.Key, t.CA)
+	}
 	return fmt.Sprintf(`server_name: %q
 listen: %q
-http: %q
+%shttp: %q
 jetstream { store_dir: %q }
 cluster {
   name: testenv
   listen: %q
-%s  routes: [%s]
+%s%s  routes: [%s]
 }
 %s
-`, name, client, monitor, store, clusterAddrs[i], advertise, strings.Join(routes, ", "), extra)
+`, name, client, clientTLS, monitor, store, clusterAddrs[i], advertise, routeTLS, strings.Join(routes, ", "), opts.Extra)
 }
 
 // Partition cuts the node named name off from its peers: every route

@@ -30,7 +30,10 @@ type Leaf struct {
 	CommonName string
 	// Server makes a server certificate for 127.0.0.1 and localhost plus
 	// DNSNames; otherwise a client certificate.
-	Server    bool
+	Server bool
+	// Peer makes a certificate for both ends of a link between servers
+	// (a route, a leaf node link): Server's, usable by a client too.
+	Peer      bool
 	DNSNames  []string
 	NotBefore time.Time
 	NotAfter  time.Time
@@ -70,8 +73,11 @@ func (ca *CA) Issue(t testing.TB, dir, name string, l Leaf) Pair {
 	tmpl := &x509.Certificate{SerialNumber: serial(t), Subject: pkix.Name{CommonName: l.CommonName},
 		NotBefore: l.NotBefore, NotAfter: l.NotAfter, KeyUsage: x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	if l.Server {
+	if l.Server || l.Peer {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		if l.Peer {
+			tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
+		}
 		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
 		tmpl.DNSNames = append([]string{"localhost"}, l.DNSNames...)
 	}

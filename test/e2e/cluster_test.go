@@ -13,14 +13,15 @@ import (
 	"github.com/kubebridge/kubebridge/internal/testenv"
 )
 
-// startNATSCluster starts a 3-node NATS cluster of nats-server processes
-// for the test; it is killed when the test ends.
-func startNATSCluster(t *testing.T, n int) *testenv.NATSCluster {
+// startNATSCluster starts a cluster of n nats-server processes for the
+// test, their routes over mutual TLS and their client ports serving TLS
+// with pki's certificates; it is killed when the test ends.
+func startNATSCluster(t *testing.T, n int, pki *natsPKI) *testenv.NATSCluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	c, err := testenv.StartNATSCluster(ctx, natsServerBin, dir, n, "")
+	c, err := testenv.StartNATSClusterWith(ctx, natsServerBin, dir, testenv.NATSClusterOptions{Nodes: n, RouteTLS: pki.routeTLS(), ClientTLS: pki.clientTLS()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,8 @@ func startNATSCluster(t *testing.T, n int) *testenv.NATSCluster {
 }
 
 // TestReplicatedStream runs the bridge on a 3-node NATS cluster with an
-// R3 stream while ConfigMaps churn. It SIGKILLs the node leading the stream
+// R3 stream while ConfigMaps churn; the routes are mutual TLS, and the
+// bridge and the test's reader connect over TLS. It SIGKILLs the node leading the stream
 // and starts it again; then it SIGKILLs two nodes, so the stream has no
 // quorum for 20s, and starts them again. Publishing waits and retries
 // meanwhile, liveness holds, and it resumes when quorum returns. At the
@@ -51,12 +53,13 @@ func TestReplicatedStream(t *testing.T) {
 		t.Skip("elections and a 20s loss of quorum")
 	}
 	env := testenv.Get(t)
-	cluster := startNATSCluster(t, 3)
-	h := newHarnessOn(t, env, cluster.URL())
+	pki := newNATSPKI(t)
+	cluster := startNATSCluster(t, 3, pki)
+	h := newHarnessOn(t, env, cluster.URL(), pki.readerOpts()...)
 	typ := h.cmType()
 	const names = 150
 	h.createManyWith(names, func(i int) string { return churnName("churn-", i) }, 256)
-	b := h.startBridge(map[string]string{"BRIDGE_RESOURCES": "configmaps", "BRIDGE_STREAM_REPLICAS": "3", "BRIDGE_RESYNC_PERIOD": "0"})
+	b := h.startBridge(pki.bridgeEnv(map[string]string{"BRIDGE_RESOURCES": "configmaps", "BRIDGE_STREAM_REPLICAS": "3", "BRIDGE_RESYNC_PERIOD": "0"}))
 
 	c := startChurnWith(h.cs, h.ns, churnOptions{names: names, workers: 2, pause: 10 * time.Millisecond, seed: 15, filler: 256})
 	defer c.stop()

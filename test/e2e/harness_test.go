@@ -51,6 +51,7 @@ type harness struct {
 	t       *testing.T
 	env     *testenv.Env
 	natsURL string // where the bridges and the reader connect
+	natsCA  string // the CA the reader and the CLI trust, if NATS serves TLS
 	cluster string // BRIDGE_CLUSTER_NAME of its bridges
 	cs      kubernetes.Interface
 	dyn     dynamic.Interface

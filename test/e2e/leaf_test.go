@@ -24,14 +24,17 @@ import (
 // leaf nats-server per cluster, without JetStream, linked to the hub
 // through a proxy each (to cut the link): the bridges publish into the
 // hub's stream through their leaf, reaching its JetStream API through the
-// domain (NATS_JS_DOMAIN=hub; docs/multicluster.md).
+// domain (NATS_JS_DOMAIN=hub; docs/multicluster.md). As there, every link
+// is TLS: the leaf node links mutual TLS (the hub verifies the leaves'
+// certificates), and every client port serves TLS.
 type leafTopology struct {
-	hub    *testenv.NATSProcess
-	leaves map[string]*testenv.NATSProcess
-	links  map[string]*netproxy.Proxy
+	hub      *testenv.NATSProcess
+	leaves   map[string]*testenv.NATSProcess
+	links    map[string]*netproxy.Proxy
+	leafAddr string // the hub's leaf node port
 }
 
-func startLeafTopology(t *testing.T, clusters ...string) *leafTopology {
+func startLeafTopology(t *testing.T, pki *natsPKI, clusters ...string) *leafTopology {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -40,36 +43,47 @@ func startLeafTopology(t *testing.T, clusters ...string) *leafTopology {
 	client, monitor, leafPort := natstest.FreePort(t), natstest.FreePort(t), natstest.FreePort(t)
 	hub, err := testenv.StartNATSProcess(ctx, natsServerBin, dir, "hub", fmt.Sprintf(`server_name: hub
 listen: %q
+tls { cert_file: %q, key_file: %q }
 http: %q
 jetstream { store_dir: %q, domain: hub }
 # The leaves know the hub only through their proxy (no other URL to
 # reconnect to when the proxy cuts the link).
-leafnodes { listen: %q, no_advertise: true }
-`, addr(client), addr(monitor), dir+"/hub-store", addr(leafPort)), client, monitor)
+leafnodes {
+  listen: %q
+  no_advertise: true
+  tls { cert_file: %q, key_file: %q, ca_file: %q, verify: true }
+}
+`, addr(client), pki.server.CertFile, pki.server.KeyFile, addr(monitor), dir+"/hub-store", addr(leafPort), pki.peer.CertFile, pki.peer.KeyFile, pki.ca.File), client, monitor)
 	if err != nil {
 		t.Fatal(err)
 	}
+	hub.ClientURL = tlsURL(hub.ClientURL)
 	t.Cleanup(func() {
 		hub.Kill()
 		if t.Failed() {
 			t.Logf("==== hub's log, last lines:\n%s", lastLines(hub.Log(), 30))
 		}
 	})
-	top := &leafTopology{hub: hub, leaves: map[string]*testenv.NATSProcess{}, links: map[string]*netproxy.Proxy{}}
+	top := &leafTopology{hub: hub, leaves: map[string]*testenv.NATSProcess{}, links: map[string]*netproxy.Proxy{}, leafAddr: addr(leafPort)}
 	for _, c := range clusters {
 		link := startProxy(t, addr(leafPort))
 		client, monitor := natstest.FreePort(t), natstest.FreePort(t)
 		leaf, err := testenv.StartNATSProcess(ctx, natsServerBin, dir, "leaf-"+c, fmt.Sprintf(`server_name: %q
 listen: %q
+tls { cert_file: %q, key_file: %q }
 http: %q
 leafnodes {
   reconnect: "1s"
-  remotes: [ { url: "nats-leaf://%s" } ]
+  remotes: [ {
+    url: "tls://%s"
+    tls { cert_file: %q, key_file: %q, ca_file: %q }
+  } ]
 }
-`, "leaf-"+c, addr(client), addr(monitor), link.Addr()), client, monitor)
+`, "leaf-"+c, addr(client), pki.server.CertFile, pki.server.KeyFile, addr(monitor), link.Addr(), pki.peer.CertFile, pki.peer.KeyFile, pki.ca.File), client, monitor)
 		if err != nil {
 			t.Fatal(err)
 		}
+		leaf.ClientURL = tlsURL(leaf.ClientURL)
 		t.Cleanup(func() {
 			leaf.Kill()
 			if t.Failed() {
@@ -107,16 +121,21 @@ func TestClustersThroughLeafNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { envB.Close() })
-	top := startLeafTopology(t, "a", "b")
+	pki := newNATSPKI(t)
+	top := startLeafTopology(t, pki, "a", "b")
+	if !requiresTLS(t, top.leafAddr) {
+		t.Error("the hub's leaf node port does not require TLS")
+	}
 
 	// The tests read the stream at the hub; each bridge runs on its leaf.
-	ha := newHarnessOn(t, envA, top.hub.ClientURL)
-	hb := newHarnessOn(t, envB, top.hub.ClientURL)
+	ha := newHarnessOn(t, envA, top.hub.ClientURL, pki.readerOpts()...)
+	hb := newHarnessOn(t, envB, top.hub.ClientURL, pki.readerOpts()...)
+	ha.natsCA, hb.natsCA = pki.ca.File, pki.ca.File
 	ha.cluster, hb.cluster = "a", "b"
 	ha.natsURL, hb.natsURL = top.leaves["a"].ClientURL, top.leaves["b"].ClientURL
 	hb.prefix, hb.stream = ha.prefix, ha.stream // one stream
 	const names = 100
-	vars := map[string]string{"BRIDGE_RESOURCES": "configmaps", "BRIDGE_RESYNC_PERIOD": "0", "NATS_JS_DOMAIN": "hub"}
+	vars := pki.bridgeEnv(map[string]string{"BRIDGE_RESOURCES": "configmaps", "BRIDGE_RESYNC_PERIOD": "0", "NATS_JS_DOMAIN": "hub"})
 	for _, h := range []*harness{ha, hb} {
 		h.createManyWith(names, func(i int) string { return churnName("churn-", i) }, 128)
 	}
@@ -196,6 +215,9 @@ func (h *harness) checkClusterReaders() {
 	var out, errOut bytes.Buffer
 	args := []string{"verify", "-s", h.nc.ConnectedUrl(), "--stream", h.stream, "--prefix", h.prefix, "--cluster", h.cluster,
 		"--against-cluster", "--kubeconfig", h.env.KubeconfigPath(), "-n", h.ns, "configmaps"}
+	if h.natsCA != "" {
+		args = append(args, "--tlsca", h.natsCA)
+	}
 	if code := cli.Run(ctx, args, &out, &errOut); code != 0 {
 		t.Errorf("kubebridge verify --cluster %s: exit %d\n%s%s", h.cluster, code, out.String(), errOut.String())
 	}
