@@ -26,16 +26,7 @@ import (
 // three route with each other again and n2 takes messages too. It needs
 // no kube binaries, only the nats-server it builds.
 func TestNATSClusterPartition(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds nats-server and runs a 3-node cluster")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	bin, err := testenv.BuildNATSServer(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, dir, bin := clusterSetup(t)
 	c, err := testenv.StartNATSClusterWith(ctx, bin, dir, testenv.NATSClusterOptions{Nodes: 3, PartitionableRoutes: true})
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +76,24 @@ func TestNATSClusterPartition(t *testing.T) {
 	if err := c.Partition("n9"); err == nil {
 		t.Error("Partition of a node the cluster does not have succeeded")
 	}
+}
+
+// clusterSetup skips in -short mode, and otherwise builds nats-server into
+// a directory of the test's: a context for the test, the directory and
+// the binary.
+func clusterSetup(t *testing.T) (context.Context, string, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds nats-server and runs a 3-node cluster")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	t.Cleanup(cancel)
+	dir := t.TempDir()
+	bin, err := testenv.BuildNATSServer(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, dir, bin
 }
 
 func jetStreamOn(t *testing.T, n *testenv.NATSProcess) jetstream.JetStream {

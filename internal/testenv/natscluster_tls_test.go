@@ -20,16 +20,7 @@ import (
 // stream takes a message from a client that trusts the CA, and a client
 // that does not is refused.
 func TestNATSClusterTLS(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds nats-server and runs a 3-node cluster")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	bin, err := testenv.BuildNATSServer(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, dir, bin := clusterSetup(t)
 	ca := testpki.NewCA(t, dir, "ca")
 	route := ca.Issue(t, dir, "route", testpki.Leaf{CommonName: "route", Peer: true})
 	server := ca.Issue(t, dir, "server", testpki.Leaf{CommonName: "nats", Server: true})
