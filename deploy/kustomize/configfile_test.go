@@ -47,9 +47,12 @@ func mountedFiles(b *build, bc bridgeContainer) func(string) ([]byte, error) {
 	}
 }
 
-// loadBridgeConfig is config.Load of env with the build's mounted files.
-func loadBridgeConfig(b *build, bc bridgeContainer, env map[string]string) (*config.Config, error) {
-	return config.Load(context.Background(), envconfig.MapLookuper(env), config.WithReadFile(mountedFiles(b, bc)))
+// loadBridgeConfig is config.Load of env with the build's mounted files:
+// the ConfigMaps', and the TLS files of hack/nats-certs.sh for the Secrets
+// it writes (localizeEnv).
+func loadBridgeConfig(t testing.TB, b *build, bc bridgeContainer, env map[string]string) (*config.Config, error) {
+	t.Helper()
+	return config.Load(context.Background(), envconfig.MapLookuper(localizeEnv(t, bc, env)), config.WithReadFile(mountedFiles(b, bc)))
 }
 
 // TestConfigFileMounted: the bridge reads its configuration file from the

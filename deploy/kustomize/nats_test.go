@@ -103,8 +103,10 @@ func checkNATSStatefulSet(t *testing.T, b *build, ss *appsv1.StatefulSet) {
 		}
 	}
 	checkNATSSpreading(t, b, ss, replicas)
-	opts := natsConfig(t, b, ss, c, 0)
+	certs := natsCerts(t)
+	opts := natsConfig(t, b, ss, c, 0, certs)
 	checkNATSOptions(t, b, ss, c, opts, replicas)
+	checkNATSTLS(t, b, ss, opts, certs)
 }
 
 // checkNATSSpreading: one server down at a time, and a node going away
@@ -163,12 +165,17 @@ func checkNATSSpreading(t *testing.T, b *build, ss *appsv1.StatefulSet, replicas
 }
 
 // natsConfig parses the configuration the StatefulSet's server i runs,
-// with the ConfigMaps of the output and placeholders for Secret values.
-func natsConfig(t *testing.T, b *build, ss *appsv1.StatefulSet, c *corev1.Container, i int) *server.Options {
+// with the ConfigMaps of the output, placeholders for Secret values, and
+// for files on mounted Secrets those hack/nats-certs.sh wrote into certs.
+func natsConfig(t *testing.T, b *build, ss *appsv1.StatefulSet, c *corev1.Container, i int, certs string) *server.Options {
 	t.Helper()
 	configMaps := map[string]map[string]string{}
 	for _, cm := range ofType[*corev1.ConfigMap](b) {
-		configMaps[cm.Name] = cm.Data
+		data := map[string]string{}
+		for k, v := range cm.Data {
+			data[k] = localizeConfig(&ss.Spec.Template.Spec, c, certs, v)
+		}
+		configMaps[cm.Name] = data
 	}
 	return natsconf.Options(t, ss, c, i, configMaps, func(ref *corev1.SecretKeySelector) string {
 		return "secret-" + ref.Name + "-" + ref.Key
