@@ -45,28 +45,8 @@ func checkNATSTLS(t *testing.T, b *build, ss *appsv1.StatefulSet, opts *server.O
 		verifyCert(t, "the routes' certificate, as the client of "+r.Host, routeCert, routes.ClientCAs, "", x509.ExtKeyUsageClientAuth)
 	}
 
-	bc := bridgeOf(t, b)
-	env, _ := environment(t, b, bc)
-	u, err := url.Parse(env["NATS_URL"])
-	if err != nil || u.Scheme != "tls" {
-		t.Errorf("the bridge's NATS_URL=%s: want tls://", env["NATS_URL"])
-		return
-	}
-	files := map[string]string{}
-	for _, k := range bridgeTLSVars {
-		secret, key, ok := secretFile(&bc.pod.Spec, bc.container, env[k])
-		if !ok {
-			t.Errorf("the bridge's %s=%q is no file of a Secret mounted into its container", k, env[k])
-			continue
-		}
-		files[k] = localPath(certs, secret, key)
-		if files[k] == "" {
-			t.Errorf("the bridge's %s=%s is on Secret %s, which neither hack/nats-certs.sh nor components/cert-manager makes", k, env[k], secret)
-		} else if _, err := os.Stat(files[k]); err != nil {
-			t.Errorf("the bridge's %s=%s: Secret %s has no key %s (hack/nats-certs.sh, components/cert-manager)", k, env[k], secret, key)
-		}
-	}
-	if t.Failed() {
+	u, files := bridgeTLSFiles(t, b, certs)
+	if files == nil {
 		return
 	}
 	ca, err := os.ReadFile(files["NATS_CA"])
@@ -124,4 +104,37 @@ func verifyCert(t *testing.T, what string, c *x509.Certificate, roots *x509.Cert
 	if _, err := c.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
 		t.Errorf("%s: %v", what, err)
 	}
+}
+
+// bridgeTLSFiles returns the bridge's NATS_URL and, for each of
+// bridgeTLSVars, the file hack/nats-certs.sh wrote for the Secret key it
+// names; nil (and errors) when one is not on a mounted Secret of the
+// script's, or NATS_URL is not tls://.
+func bridgeTLSFiles(t *testing.T, b *build, certs string) (*url.URL, map[string]string) {
+	t.Helper()
+	bc := bridgeOf(t, b)
+	env, _ := environment(t, b, bc)
+	u, err := url.Parse(env["NATS_URL"])
+	if err != nil || u.Scheme != "tls" {
+		t.Errorf("the bridge's NATS_URL=%s: want tls://", env["NATS_URL"])
+		return nil, nil
+	}
+	files := map[string]string{}
+	for _, k := range bridgeTLSVars {
+		secret, key, ok := secretFile(&bc.pod.Spec, bc.container, env[k])
+		if !ok {
+			t.Errorf("the bridge's %s=%q is no file of a Secret mounted into its container", k, env[k])
+			continue
+		}
+		files[k] = localPath(certs, secret, key)
+		if files[k] == "" {
+			t.Errorf("the bridge's %s=%s is on Secret %s, which neither hack/nats-certs.sh nor components/cert-manager makes", k, env[k], secret)
+		} else if _, err := os.Stat(files[k]); err != nil {
+			t.Errorf("the bridge's %s=%s: Secret %s has no key %s (hack/nats-certs.sh, components/cert-manager)", k, env[k], secret, key)
+		}
+	}
+	if len(files) != len(bridgeTLSVars) || t.Failed() {
+		return nil, nil
+	}
+	return u, files
 }
