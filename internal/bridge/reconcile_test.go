@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebridge/kubebridge/internal/replay"
@@ -105,4 +106,131 @@ func TestRestartPublishesMissedDeletes(t *testing.T) {
 	cl[testSubjects.Object(configMaps.Type(), "ns1", "other-ns")] = other.ResourceVersion
 	cl[testSubjects.Object(configMaps.Type(), "ns0", "team-b")] = teamB.ResourceVersion
 	assertRVs(t, "the last-per-subject view", view, cl)
+}
+
+// TestRestartPublishesDeletesADeposedTermStored: a delete that a deposed
+// leader stored after a newer term's marker is one consumers ignore (the
+// term rule), so it does not make the object deleted. The next leader's
+// scan must publish the delete again, or consumers hold the object for
+// good (robustness seed 392032: the first leader thawed after its
+// successor's marker and stored deletes on subjects the successor had not
+// written yet; the successor was killed in its snapshot, and the third
+// leader's scan took the deposed deletes for done).
+func TestRestartPublishesDeletesADeposedTermStored(t *testing.T) {
+	_, nc, js := startConnectedNATS(t)
+	cluster := newFakeCluster()
+	for _, name := range []string{"gone", "kept"} {
+		cluster.create(t, cluster.configMap("ns0", name, nil))
+	}
+	cfg := testConfig(t, map[string]string{"BRIDGE_STREAM_STORAGE": "file"})
+	first := startBridge(t, cfg, cluster.kube(), nc)
+	msgs := waitFor(t, js, "the first start-up snapshot", 10*time.Second, func(m []replay.Message) bool { return countType(m, contract.TypeSnapshotEnd) == 1 })
+	first.stop(t)
+
+	// A successor stores its term marker and dies before it writes
+	// anything else; then the deposed first leader stores its delete of
+	// "gone", conditional on the subject's last sequence, as a thawed
+	// leader's publish is.
+	subject := testSubjects.Object(configMaps.Type(), "ns0", "gone")
+	var marker, item replay.Message
+	for _, m := range msgs {
+		switch {
+		case m.Event.Type() == contract.TypeTerm:
+			marker = m
+		case m.Subject == subject:
+			item = m
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	successor := republish(t, ctx, js, marker, "successor-term", contract.TypeTerm, 0)
+	cluster.delete(t, "ns0", "gone")
+	deposed := republish(t, ctx, js, item, "deposed-delete", contract.TypeDeleted, item.Seq)
+
+	startBridge(t, cfg, cluster.kube(), nc)
+	msgs = waitFor(t, js, "the third term's start-up snapshot", 10*time.Second, func(m []replay.Message) bool { return countType(m, contract.TypeSnapshotEnd) == 2 })
+	var redeleted bool
+	for _, m := range msgs {
+		redeleted = redeleted || (m.Seq > deposed && m.Subject == subject && m.Event.Type() == contract.TypeDeleted)
+	}
+	if !redeleted {
+		t.Errorf("no delete of %s after the deposed one (seq %d, stored after the marker at %d)", subject, deposed, successor)
+	}
+	// A consumer that applies the term rule: the object is gone by an
+	// event, not by the snapshot's sweep.
+	state := replay.NewState(testSubjects)
+	for _, m := range msgs {
+		if err := state.Apply(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o, ok := state.Objects[subject]; ok || len(state.Swept) > 0 {
+		t.Errorf("a consumer applying the term rule holds %s (rv %s) until a snapshot sweeps it (swept %v)", subject, o.ResourceVersion, state.Swept)
+	}
+	if _, ok := state.Objects[testSubjects.Object(configMaps.Type(), "ns0", "kept")]; !ok {
+		t.Error("the object the cluster still has is gone from the consumer's state")
+	}
+}
+
+// republish stores a copy of m under a new id and type, on its subject
+// (conditional on the subject's last sequence expect, unless 0), and
+// returns its stream sequence.
+func republish(t *testing.T, ctx context.Context, js jetstream.JetStream, m replay.Message, id, typ string, expect uint64) uint64 {
+	t.Helper()
+	msg := nats.NewMsg(m.Subject)
+	for k, v := range m.Header {
+		msg.Header[k] = v
+	}
+	msg.Header.Set(contract.HeaderType, typ)
+	msg.Header.Set(contract.Header("id"), id)
+	msg.Header.Set(nats.MsgIdHdr, id)
+	var opts []jetstream.PublishOpt
+	if expect != 0 {
+		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(expect))
+	}
+	msg.Data = m.Data
+	ack, err := js.PublishMsg(ctx, msg, opts...)
+	if err != nil {
+		t.Fatalf("store %s on %s: %v", id, m.Subject, err)
+	}
+	return ack.Sequence
+}
+
+// The term rule for the last message per subject, as contract §3 words
+// it: a message m is a deposed leader's when a term marker T of its
+// cluster and shard exists with m.term < T < m.seq.
+func TestTermMarkersDeposed(t *testing.T) {
+	sharded := contract.Shard{Index: 1, Count: 2}
+	markers := termMarkers{{}: {1, 6, 20}, sharded: {3}}
+	for _, tc := range []struct {
+		name  string
+		term  string
+		shard string
+		seq   uint64
+		want  bool
+	}{
+		{"its own term's latest message", "20", "", 25, false},
+		{"stored before the next term began", "1", "", 5, false},
+		{"stored after the next term's marker", "1", "", 7, true},
+		{"stored after two newer terms", "1", "", 30, true},
+		{"a middle term's, after the last marker", "6", "", 21, true},
+		{"from before terms, after a marker", "0", "", 2, true},
+		{"another shard's terms do not depose it", "3", "1/2", 7, false},
+		{"its own shard's term does", "1", "1/2", 4, true},
+		{"no term extension: from before terms, after a marker", "", "", 30, true},
+		{"a term that is no number: foreign, the fence.s to judge", "x", "", 30, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := nats.Header{}
+			if tc.term != "" {
+				h.Set(contract.TermHeader, tc.term)
+			}
+			if tc.shard != "" {
+				h.Set(contract.Header(contract.ExtShard), tc.shard)
+			}
+			if got := markers.deposed(tc.seq, h); got != tc.want {
+				t.Errorf("deposed(seq %d, term %q, shard %q) = %v, want %v", tc.seq, tc.term, tc.shard, got, tc.want)
+			}
+		})
+	}
 }

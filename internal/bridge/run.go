@@ -43,8 +43,7 @@ func Main(ctx context.Context, cfg *config.Config, version string) error {
 		natsOpts = append(natsOpts, nats.InProcessServer(srv))
 		logger.Info("NATS_URL is unset: started an embedded NATS server with JetStream", "url", url, "storeDir", cfg.EmbeddedNATSStoreDir)
 	} else {
-		auth := sink.Auth{CredsFile: cfg.NATSCreds, NKeyFile: cfg.NATSNKey, Token: cfg.NATSToken, User: cfg.NATSUser, Password: cfg.NATSPassword, CAFile: cfg.NATSCA, CertFile: cfg.NATSCert, KeyFile: cfg.NATSKey}
-		if natsOpts, err = auth.Options(); err != nil {
+		if natsOpts, err = natsAuth(cfg).Options(); err != nil {
 			return err
 		}
 	}
@@ -64,6 +63,12 @@ func Main(ctx context.Context, cfg *config.Config, version string) error {
 		logger.Info("NATS drain did not finish cleanly", "err", err)
 	}
 	return nil
+}
+
+// natsAuth is how cfg says to authenticate to NATS and verify it.
+func natsAuth(cfg *config.Config) sink.Auth {
+	return sink.Auth{CredsFile: cfg.NATSCreds, NKeyFile: cfg.NATSNKey, Token: cfg.NATSToken, User: cfg.NATSUser, Password: cfg.NATSPassword,
+		CAFile: cfg.NATSCA, CertFile: cfg.NATSCert, KeyFile: cfg.NATSKey, ServerName: cfg.NATSTLSServerName}
 }
 
 func drainConn(nc *nats.Conn, timeout time.Duration) error {

@@ -22,6 +22,7 @@ type connFlags struct {
 	server, context                    string
 	creds, nkey, user, password, token string
 	tlsCert, tlsKey, tlsCA, jsDomain   string
+	tlsServerName                      string
 	stream, prefix, cluster            string
 	verbosity                          int
 }
@@ -34,9 +35,10 @@ func (c *connFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.user, "user", "", "user name (default $NATS_USER)")
 	fs.StringVar(&c.password, "password", "", "password (default $NATS_PASSWORD)")
 	fs.StringVar(&c.token, "token", "", "authentication token (default $NATS_TOKEN)")
-	fs.StringVar(&c.tlsCert, "tlscert", "", "TLS client certificate (default $NATS_CERT)")
-	fs.StringVar(&c.tlsKey, "tlskey", "", "TLS client key (default $NATS_KEY)")
-	fs.StringVar(&c.tlsCA, "tlsca", "", "TLS CA to verify the server (default $NATS_CA)")
+	fs.StringVar(&c.tlsCert, "tlscert", "", "TLS client certificate (default $NATS_CERT or $NATS_TLS_CERT)")
+	fs.StringVar(&c.tlsKey, "tlskey", "", "TLS client key (default $NATS_KEY or $NATS_TLS_KEY)")
+	fs.StringVar(&c.tlsCA, "tlsca", "", "TLS CA to verify the server (default $NATS_CA or $NATS_TLS_CA)")
+	fs.StringVar(&c.tlsServerName, "tlsservername", "", "name the server's TLS certificate must hold, when not the URL's host (default $NATS_TLS_SERVER_NAME)")
 	fs.StringVar(&c.jsDomain, "js-domain", "", "JetStream domain")
 	fs.StringVar(&c.stream, "stream", "", "stream the bridge writes (default $BRIDGE_STREAM_NAME, else "+consume.DefaultStream+")")
 	fs.StringVar(&c.prefix, "prefix", "", "subject prefix (default $BRIDGE_SUBJECT_PREFIX, else "+consume.DefaultSubjectPrefix+")")
@@ -71,17 +73,22 @@ func (c *connFlags) settings(getenv func(string) string) (settings, error) {
 	if err != nil {
 		return settings{}, err
 	}
+	tlsEnv, err := tlsVariables(getenv)
+	if err != nil {
+		return settings{}, err
+	}
 	s := settings{
 		url: first(c.server, getenv("NATS_URL"), nc.URL, nats.DefaultURL),
 		auth: sink.Auth{
-			CredsFile: first(c.creds, getenv("NATS_CREDS"), nc.Creds),
-			NKeyFile:  first(c.nkey, getenv("NATS_NKEY"), nc.NKey),
-			Token:     first(c.token, getenv("NATS_TOKEN"), nc.Token),
-			User:      first(c.user, getenv("NATS_USER"), nc.User),
-			Password:  first(c.password, getenv("NATS_PASSWORD"), nc.Password),
-			CAFile:    first(c.tlsCA, getenv("NATS_CA"), nc.CA),
-			CertFile:  first(c.tlsCert, getenv("NATS_CERT"), nc.Cert),
-			KeyFile:   first(c.tlsKey, getenv("NATS_KEY"), nc.Key),
+			CredsFile:  first(c.creds, getenv("NATS_CREDS"), nc.Creds),
+			NKeyFile:   first(c.nkey, getenv("NATS_NKEY"), nc.NKey),
+			Token:      first(c.token, getenv("NATS_TOKEN"), nc.Token),
+			User:       first(c.user, getenv("NATS_USER"), nc.User),
+			Password:   first(c.password, getenv("NATS_PASSWORD"), nc.Password),
+			CAFile:     first(c.tlsCA, tlsEnv["NATS_CA"], nc.CA),
+			CertFile:   first(c.tlsCert, tlsEnv["NATS_CERT"], nc.Cert),
+			KeyFile:    first(c.tlsKey, tlsEnv["NATS_KEY"], nc.Key),
+			ServerName: first(c.tlsServerName, getenv("NATS_TLS_SERVER_NAME")),
 		},
 		jsDomain: first(c.jsDomain, getenv("NATS_JS_DOMAIN"), nc.JSDomain),
 		stream:   first(c.stream, getenv("BRIDGE_STREAM_NAME"), consume.DefaultStream),
@@ -91,6 +98,22 @@ func (c *connFlags) settings(getenv func(string) string) (settings, error) {
 		},
 	}
 	return s, nil
+}
+
+// tlsVariables reads the TLS files' variables under the nats CLI's names
+// or the bridge's NATS_TLS_ ones, keyed by the former; two names for one
+// file that name different files are an error, as for the bridge.
+func tlsVariables(getenv func(string) string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, k := range []string{"NATS_CA", "NATS_CERT", "NATS_KEY"} {
+		alias := strings.Replace(k, "NATS_", "NATS_TLS_", 1)
+		v, a := getenv(k), getenv(alias)
+		if v != "" && a != "" && v != a {
+			return nil, fmt.Errorf("%s=%q and %s=%q name different files: set one of them", k, v, alias, a)
+		}
+		out[k] = first(v, a)
+	}
+	return out, nil
 }
 
 // conn is an open connection and a consume.Client on it.

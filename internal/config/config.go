@@ -52,10 +52,16 @@ type Config struct {
 	NATSToken    string `env:"NATS_TOKEN" help:"NATS authentication token."`
 	NATSUser     string `env:"NATS_USER" help:"NATS user name (with NATS_PASSWORD)."`
 	NATSPassword string `env:"NATS_PASSWORD" help:"NATS password (with NATS_USER)."`
-	NATSCA       string `env:"NATS_CA" help:"Path to a PEM CA bundle to verify the NATS server."`
-	NATSCert     string `env:"NATS_CERT" help:"Path to a PEM client certificate for NATS TLS (with NATS_KEY)."`
-	NATSKey      string `env:"NATS_KEY" help:"Path to the PEM private key of NATS_CERT."`
-	NATSJSDomain string `env:"NATS_JS_DOMAIN" help:"JetStream domain of the stream, as the nats CLI's --js-domain: for a leaf node that reaches its hub's JetStream (docs/multicluster.md). Unset: the JetStream of the account."`
+	NATSCA       string `env:"NATS_CA" help:"Path to a PEM CA bundle to verify the NATS server, as the nats CLI reads it; setting it turns TLS on. Without it a tls:// URL is verified against the system's roots. Read again at every reconnect."`
+	NATSCert     string `env:"NATS_CERT" help:"Path to a PEM client certificate for mutual TLS (with NATS_KEY), as the nats CLI reads it. Read again at every reconnect, so a certificate rotated on disk (cert-manager) is used from the next one."`
+	NATSKey      string `env:"NATS_KEY" help:"Path to the PEM private key of NATS_CERT, as the nats CLI reads it."`
+	// The NATS_TLS_ spellings are the ones issue 38 and the deploy
+	// manifests name; the nats CLI's are kept, and either may be used.
+	NATSTLSCA         string `env:"NATS_TLS_CA" help:"Another name of NATS_CA; set both only to the same file."`
+	NATSTLSCert       string `env:"NATS_TLS_CERT" help:"Another name of NATS_CERT; set both only to the same file."`
+	NATSTLSKey        string `env:"NATS_TLS_KEY" help:"Another name of NATS_KEY; set both only to the same file."`
+	NATSTLSServerName string `env:"NATS_TLS_SERVER_NAME" help:"Name the NATS server's certificate must hold, when it is not the host of the NATS_URL dialled (a URL with an IP address, or a Service the certificate does not name). Unset: that host."`
+	NATSJSDomain      string `env:"NATS_JS_DOMAIN" help:"JetStream domain of the stream, as the nats CLI's --js-domain: for a leaf node that reaches its hub's JetStream (docs/multicluster.md). Unset: the JetStream of the account."`
 
 	StreamName            string        `env:"BRIDGE_STREAM_NAME, default=KUBEBRIDGE" help:"JetStream stream; created with the settings below when missing, else checked to cover <prefix>.<cluster>.>."`
 	StreamStorage         string        `env:"BRIDGE_STREAM_STORAGE, default=file" help:"Storage of a created stream: file or memory."`

@@ -200,9 +200,7 @@ func TestLoadProblems(t *testing.T) {
 	dir := t.TempDir()
 	creds := tempFile(t, dir, "user.creds")
 	nkey := tempFile(t, dir, "user.nk")
-	ca := tempFile(t, dir, "ca.pem")
-	cert := tempFile(t, dir, "cert.pem")
-	key := tempFile(t, dir, "key.pem")
+	ca, cert, key := tlsFiles(t, dir)
 	missing := filepath.Join(dir, "missing.pem")
 	const url = "nats://nats.example.com:4222"
 	long := strings.Repeat("a", 64)
@@ -619,9 +617,7 @@ func TestLoadEmptyValueIsDefaultOrProblem(t *testing.T) {
 func TestLoadValid(t *testing.T) {
 	dir := t.TempDir()
 	creds := tempFile(t, dir, "user.creds")
-	ca := tempFile(t, dir, "ca.pem")
-	cert := tempFile(t, dir, "cert.pem")
-	key := tempFile(t, dir, "key.pem")
+	ca, cert, key := tlsFiles(t, dir)
 
 	tests := []struct {
 		name  string

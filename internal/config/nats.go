@@ -15,7 +15,8 @@ func (c *Config) natsRules(set func(string) bool) []rule {
 	rules := []rule{
 		{"BRIDGE_EMBEDDED_NATS_LISTEN", embedded && !isHostPort(c.EmbeddedNATSListen), fmt.Sprintf("=%q: must be host:port, e.g. 127.0.0.1:4222", c.EmbeddedNATSListen)},
 	}
-	for _, k := range []string{"NATS_CREDS", "NATS_NKEY", "NATS_TOKEN", "NATS_USER", "NATS_PASSWORD", "NATS_CA", "NATS_CERT", "NATS_KEY", "NATS_JS_DOMAIN"} {
+	for _, k := range []string{"NATS_CREDS", "NATS_NKEY", "NATS_TOKEN", "NATS_USER", "NATS_PASSWORD", "NATS_CA", "NATS_CERT", "NATS_KEY",
+		"NATS_TLS_CA", "NATS_TLS_CERT", "NATS_TLS_KEY", "NATS_TLS_SERVER_NAME", "NATS_JS_DOMAIN"} {
 		rules = append(rules, rule{k, embedded && set(k), " is set but NATS_URL is not: the embedded NATS server takes no credentials, TLS or JetStream domain"})
 	}
 	for _, k := range []string{"BRIDGE_EMBEDDED_NATS_LISTEN", "BRIDGE_EMBEDDED_NATS_STORE_DIR"} {
@@ -53,10 +54,9 @@ func (c *Config) natsAuthRules(set func(string) bool) []rule {
 	rules := []rule{
 		oneOf(methods),
 		{"NATS_USER", set("NATS_USER") != set("NATS_PASSWORD"), " and NATS_PASSWORD must be set together"},
-		{"NATS_CERT", set("NATS_CERT") != set("NATS_KEY"), " and NATS_KEY must be set together"},
 	}
 	for _, f := range []struct{ key, path string }{
-		{"NATS_CREDS", c.NATSCreds}, {"NATS_NKEY", c.NATSNKey}, {"NATS_CA", c.NATSCA}, {"NATS_CERT", c.NATSCert}, {"NATS_KEY", c.NATSKey},
+		{"NATS_CREDS", c.NATSCreds}, {"NATS_NKEY", c.NATSNKey},
 	} {
 		rules = append(rules, fileRule(f.key, f.path))
 	}

@@ -49,6 +49,7 @@ func (c *Config) validate(lookup envconfig.Lookuper, bad map[string]bool) []stri
 		c.streamRules(),
 		c.natsRules(set),
 		c.natsAuthRules(set),
+		c.natsTLSRules(),
 		c.shardRules(podName),
 		c.leaseRules(),
 	)

@@ -203,10 +203,19 @@ func TestIntakeLingerLeavesHeldChangesMerging(t *testing.T) {
 	if queued != 1 || counts[configMaps] != 2 {
 		t.Errorf("a held object has %d changes waiting, %d coalesced; want 1 and 2", queued, counts[configMaps])
 	}
-	clock.fire <- time.Time{}
+	// Released before the linger ends, so that the loop finds the object
+	// ready when it does. Fired first, the loop could find nothing to
+	// take, see the wake-ups the three changes left, and linger again:
+	// for an hour, on a clock that no longer fires.
 	in.Release(configMaps, nil)
-	if r := <-got; !r.ok || r.w.Change.Coalesced != 3 {
-		t.Errorf("after the release: %+v, want one update standing for 3 changes", r)
+	clock.fire <- time.Time{}
+	select {
+	case r := <-got:
+		if !r.ok || r.w.Change.Coalesced != 3 {
+			t.Errorf("after the release: %+v, want one update standing for 3 changes", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("next took nothing after the release and the linger's end")
 	}
 }
 

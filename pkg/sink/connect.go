@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -21,6 +22,9 @@ type Auth struct {
 	CAFile    string
 	CertFile  string
 	KeyFile   string
+	// ServerName is the name the server's certificate must hold, when it
+	// is not the host of the URL dialled.
+	ServerName string
 }
 
 // Options turns a into nats.Options.
@@ -40,6 +44,15 @@ func (a Auth) Options() ([]nats.Option, error) {
 	case a.User != "":
 		opts = append(opts, nats.UserInfo(a.User, a.Password))
 	}
+	// Secure before RootCAs and ClientCert: they keep a tls.Config that is
+	// there already. Either of them turns TLS on, even for a nats:// URL,
+	// so that nothing goes out in clear text to a server without TLS.
+	if a.ServerName != "" {
+		opts = append(opts, nats.Secure(&tls.Config{ServerName: a.ServerName, MinVersion: tls.VersionTLS12}))
+	}
+	// nats.go reads both files again at every connect and reconnect: a
+	// certificate rotated on disk (cert-manager rewrites its Secret in
+	// place) is the one presented at the next reconnect.
 	if a.CAFile != "" {
 		opts = append(opts, nats.RootCAs(a.CAFile))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -30,10 +31,22 @@ type Tail struct {
 // itself after a gap from the next stream sequence, which would go on with
 // messages that are not the last of their subject.
 func (t Tail) LastPerSubject(ctx context.Context, filter string, fn func(subject string, seq uint64, header nats.Header) error) error {
+	return t.headers(ctx, []string{filter}, jetstream.DeliverLastPerSubjectPolicy, fn)
+}
+
+// Every calls fn with the subject, stream sequence and headers of every
+// message on the subjects matching filters, oldest first, without their
+// data: for subjects that hold a few messages, such as term markers. It
+// stops at fn's first error.
+func (t Tail) Every(ctx context.Context, filters []string, fn func(subject string, seq uint64, header nats.Header) error) error {
+	return t.headers(ctx, filters, jetstream.DeliverAllPolicy, fn)
+}
+
+func (t Tail) headers(ctx context.Context, filters []string, policy jetstream.DeliverPolicy, fn func(subject string, seq uint64, header nats.Header) error) error {
 	var fnErr error
 	err := streamread.Read(ctx, t.Stream, jetstream.ConsumerConfig{
-		FilterSubjects: []string{filter},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+		FilterSubjects: filters,
+		DeliverPolicy:  policy,
 		AckPolicy:      jetstream.AckNonePolicy,
 		HeadersOnly:    true,
 		MemoryStorage:  true,
@@ -43,16 +56,17 @@ func (t Tail) LastPerSubject(ctx context.Context, filter string, fn func(subject
 	})
 	// fn's own error goes back as it is.
 	if err != nil && !errors.Is(err, fnErr) {
-		return fmt.Errorf("sink: read the last message per subject of %s: %w", filter, err)
+		return fmt.Errorf("sink: read %s: %w", strings.Join(filters, ", "), err)
 	}
 	return err
 }
 
-// Last returns the last message stored on subject, with its data.
-func (t Tail) Last(ctx context.Context, subject string) (*nats.Msg, error) {
+// Last returns the last message stored on subject, with its data, and its
+// stream sequence.
+func (t Tail) Last(ctx context.Context, subject string) (*nats.Msg, uint64, error) {
 	raw, err := t.Stream.GetLastMsgForSubject(ctx, subject)
 	if err != nil {
-		return nil, fmt.Errorf("sink: last message of %s: %w", subject, err)
+		return nil, 0, fmt.Errorf("sink: last message of %s: %w", subject, err)
 	}
-	return &nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data}, nil
+	return &nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data}, raw.Sequence, nil
 }

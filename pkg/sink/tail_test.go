@@ -64,9 +64,22 @@ func TestTailLastPerSubject(t *testing.T) {
 			t.Fatalf("%s: read round %s, want the last one, %d", subj, round, rounds-1)
 		}
 	}
-	m, err := tail.Last(context.Background(), "kb.c.core.v1.configmaps.ns.o7")
+	m, seq, err := tail.Last(context.Background(), "kb.c.core.v1.configmaps.ns.o7")
 	if err != nil || m.Header.Get("round") != fmt.Sprint(rounds-1) || len(m.Data) != 512 {
 		t.Fatalf("Last = %v, %v", m, err)
+	}
+	// o7 is the eighth subject of the last round.
+	if want := uint64((rounds-1)*subjects + 8); seq != want {
+		t.Errorf("Last's sequence = %d, want %d", seq, want)
+	}
+	// Every reads every message of its subjects, in stream order.
+	var every []uint64
+	err = tail.Every(context.Background(), []string{"kb.c.core.v1.configmaps.ns.o7", "kb.c.core.v1.configmaps.ns.o8"}, func(_ string, seq uint64, _ nats.Header) error {
+		every = append(every, seq)
+		return nil
+	})
+	if want := []uint64{8, 9, subjects + 8, subjects + 9, 2*subjects + 8, 2*subjects + 9}; err != nil || fmt.Sprint(every) != fmt.Sprint(want) {
+		t.Errorf("Every read %v (%v), want %v", every, err, want)
 	}
 	// The consumer is gone afterwards.
 	info, err := s.Info(context.Background())

@@ -1,81 +1,116 @@
 package sink
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
+	"bufio"
+	"errors"
+	"io"
 	"net"
-	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/kubebridge/kubebridge/internal/natstest"
+	"github.com/kubebridge/kubebridge/internal/testpki"
 )
 
-// writeCert makes a key and a certificate signed by parent (self-signed
-// when parent is nil) and writes both as PEM files named name.crt/name.key.
-func writeCert(t *testing.T, dir, name string, tmpl *x509.Certificate, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
+// With mutual TLS required, the server lets in only clients whose
+// certificate its CA signed and that is still valid, over TLS; and a
+// client verifies the server's name.
+func TestTLSMutualRefusals(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, dir, "ca")
+	srv := startTLSServer(t, dir, ca, true, "nats.internal")
+	url := srv.ClientURL()
+	good := ca.Issue(t, dir, "client", testpki.Leaf{CommonName: "kubebridge"})
+	foreign := testpki.NewCA(t, dir, "other").Issue(t, dir, "foreign", testpki.Leaf{CommonName: "kubebridge"})
+	expired := ca.Issue(t, dir, "expired", testpki.Leaf{CommonName: "kubebridge",
+		NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
+	full := Auth{CAFile: ca.File, CertFile: good.CertFile, KeyFile: good.KeyFile}
+	withCert := func(p testpki.Pair) Auth { a := full; a.CertFile, a.KeyFile = p.CertFile, p.KeyFile; return a }
+	withName := func(name string) Auth { a := full; a.ServerName = name; return a }
+	tlsURL := strings.Replace(url, "nats://", "tls://", 1)
+
+	tests := []struct {
+		name    string
+		url     string
+		auth    Auth
+		wantErr string // "" to connect
+	}{
+		{"CA and client certificate", url, full, ""},
+		{"a server name the server's certificate holds", url, withName("nats.internal"), ""},
+		{"no client certificate", url, Auth{CAFile: ca.File}, "tls"},
+		{"a certificate another CA signed", url, withCert(foreign), "tls"},
+		{"an expired certificate", url, withCert(expired), "tls"},
+		{"a wrong server name", url, withName("wrong.example"), "not wrong.example"},
+		{"tls:// without a CA: the system's roots", tlsURL, Auth{CertFile: good.CertFile, KeyFile: good.KeyFile}, "unknown authority"},
 	}
-	if parent == nil {
-		parent, parentKey = tmpl, key
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := connectOnce(t, tt.url, tt.auth)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.wantErr != "" && err == nil:
+				t.Error("connected")
+			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
+				t.Errorf("error %q does not say %q", err, tt.wantErr)
+			}
+		})
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for file, block := range map[string]*pem.Block{name + ".crt": {Type: "CERTIFICATE", Bytes: der}, name + ".key": {Type: "EC PRIVATE KEY", Bytes: keyDER}} {
-		if err := os.WriteFile(filepath.Join(dir, file), pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return cert, key
 }
 
-func TestAuthTLSWithClientCertificate(t *testing.T) {
+// A client given any TLS setting never talks to a server without TLS:
+// nothing, credentials included, goes out in clear text.
+func TestTLSClientRefusesAPlainServer(t *testing.T) {
 	dir := t.TempDir()
-	now := time.Now()
-	ca, caKey := writeCert(t, dir, "ca", &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}, nil, nil)
-	writeCert(t, dir, "server", &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "nats"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}, ca, caKey)
-	writeCert(t, dir, "client", &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: "kubebridge"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}, ca, caKey)
+	ca := testpki.NewCA(t, dir, "ca")
+	good := ca.Issue(t, dir, "client", testpki.Leaf{CommonName: "kubebridge"})
+	url := natstest.Server(t, server.Options{}).ClientURL()
+	for name, a := range map[string]Auth{
+		"CA":          {CAFile: ca.File},
+		"certificate": {CertFile: good.CertFile, KeyFile: good.KeyFile},
+		"server name": {ServerName: "nats.internal"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := connectOnce(t, url, a)
+			if err == nil || !strings.Contains(err.Error(), "secure connection not available") {
+				t.Errorf("err = %v, want a refusal to connect without TLS", err)
+			}
+		})
+	}
+}
 
-	tlsCfg, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: filepath.Join(dir, "server.crt"), KeyFile: filepath.Join(dir, "server.key"),
-		CaFile: filepath.Join(dir, "ca.crt"), Verify: true})
+// A client that speaks the protocol in clear text, as a client without
+// TLS support would (nats.go itself upgrades to TLS when the server
+// requires it), is not served: the server, expecting a TLS handshake,
+// closes the connection, and never sends the PONG a served client gets.
+func TestTLSServerRefusesPlainText(t *testing.T) {
+	dir := t.TempDir()
+	srv := startTLSServer(t, dir, testpki.NewCA(t, dir, "ca"), true)
+	conn, err := net.DialTimeout("tcp", srv.Addr().String(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := startAuthServer(t, &server.Options{TLSConfig: tlsCfg, TLS: true, TLSVerify: true, TLSTimeout: 2})
-
-	full := Auth{CAFile: filepath.Join(dir, "ca.crt"), CertFile: filepath.Join(dir, "client.crt"), KeyFile: filepath.Join(dir, "client.key")}
-	if err := connectOnce(t, url, full); err != nil {
-		t.Errorf("CA and client certificate refused: %v", err)
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
 	}
-	if err := connectOnce(t, url, Auth{CAFile: full.CAFile}); err == nil {
-		t.Error("connection without a client certificate accepted")
+	r := bufio.NewReader(conn)
+	info, err := r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(info, "INFO ") || !strings.Contains(info, `"tls_required":true`) {
+		t.Fatalf("greeting %q, err %v; want an INFO requiring TLS", info, err)
 	}
-	if err := connectOnce(t, url, Auth{CertFile: full.CertFile, KeyFile: full.KeyFile}); err == nil {
-		t.Error("server certificate accepted without its CA")
+	if _, err := conn.Write([]byte("CONNECT {\"verbose\":false}\r\nPING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(r)
+	var timeout net.Error
+	if errors.As(err, &timeout) && timeout.Timeout() {
+		t.Fatalf("the server kept a clear-text client connected (read so far %q)", rest)
+	}
+	if strings.Contains(string(rest), "PONG") {
+		t.Errorf("the server answered a clear-text client: %q", rest)
 	}
 }

@@ -58,8 +58,12 @@ func (w *world) supervise() {
 	if now.Sub(w.lastSample) >= time.Second {
 		w.lastSample = now
 		for _, r := range w.replicas {
+			// A process without /metrics yet (just started) is not
+			// sampled: its first readings would be its start's zeros.
 			if b := r.running(); b != nil {
-				w.samples = append(w.samples, sampleBridge(b, r.pod, now))
+				if s := sampleBridge(b, r.pod, now); s.goroutines > 0 {
+					w.samples = append(w.samples, s)
+				}
 			}
 		}
 	}

@@ -154,11 +154,7 @@ func lagQuantiles(lags []lagPoint) (p50, p99, maxLag time.Duration) {
 func memoryFigures(samples []procSample) []string {
 	by := map[string][]procSample{}
 	for _, s := range samples {
-		// A process just started has no /metrics yet: its first
-		// readings are not its start.
-		if s.goroutines > 0 {
-			by[s.bridge] = append(by[s.bridge], s)
-		}
+		by[s.bridge] = append(by[s.bridge], s)
 	}
 	var out []string
 	for _, pod := range sortedKeys(by) {
