@@ -89,8 +89,13 @@ func TestCertManagerComponent(t *testing.T) {
 	for name := range certs {
 		names = append(names, name)
 	}
-	if slices.Sort(names); !slices.Equal(names, slices.Sorted(slices.Values(certSecrets))) {
-		t.Errorf("the Certificates write the Secrets %q, want those of hack/nats-certs.sh: %q", names, certSecrets)
+	certsDir := natsCerts(t)
+	scripts, err := certsDir.Secrets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Sort(names); !slices.Equal(names, scripts) {
+		t.Errorf("the Certificates write the Secrets %q, hack/nats-certs.sh %q", names, scripts)
 	}
 	for name := range mounted {
 		if _, ok := certs[name]; !ok && name != "kubebridge-nats" {
@@ -101,7 +106,6 @@ func TestCertManagerComponent(t *testing.T) {
 	if !ok || !ca.Spec.IsCA || issuers[ca.Spec.IssuerRef.Name].Spec.SelfSigned == nil {
 		t.Fatalf("the CA's Certificate must be isCA, issued by a self-signed Issuer: %+v", ca)
 	}
-	certsDir := natsCerts(t)
 	for name, c := range certs {
 		if name == ca.Spec.SecretName {
 			continue
@@ -109,7 +113,7 @@ func TestCertManagerComponent(t *testing.T) {
 		if is := issuers[c.Spec.IssuerRef.Name]; c.Spec.IssuerRef.Kind != "Issuer" || is.Spec.Ca == nil || is.Spec.Ca.SecretName != ca.Spec.SecretName {
 			t.Errorf("Certificate %s: issued by %s %s, want the CA Issuer of Secret %s", c.Metadata.Name, c.Spec.IssuerRef.Kind, c.Spec.IssuerRef.Name, ca.Spec.SecretName)
 		}
-		script := scriptCert(t, filepath.Join(certsDir, name, "tls.crt"))
+		script := scriptCert(t, certsDir.File(name, "tls.crt"))
 		var ips []string
 		for _, ip := range script.IPAddresses {
 			ips = append(ips, ip.String())

@@ -167,19 +167,15 @@ func checkNATSSpreading(t *testing.T, b *build, ss *appsv1.StatefulSet, replicas
 // natsConfig parses the configuration the StatefulSet's server i runs,
 // with the ConfigMaps of the output, placeholders for Secret values, and
 // for files on mounted Secrets those hack/nats-certs.sh wrote into certs.
-func natsConfig(t *testing.T, b *build, ss *appsv1.StatefulSet, c *corev1.Container, i int, certs string) *server.Options {
+func natsConfig(t *testing.T, b *build, ss *appsv1.StatefulSet, c *corev1.Container, i int, certs natsconf.Certs) *server.Options {
 	t.Helper()
 	configMaps := map[string]map[string]string{}
 	for _, cm := range ofType[*corev1.ConfigMap](b) {
-		data := map[string]string{}
-		for k, v := range cm.Data {
-			data[k] = localizeConfig(&ss.Spec.Template.Spec, c, certs, v)
-		}
-		configMaps[cm.Name] = data
+		configMaps[cm.Name] = cm.Data
 	}
 	return natsconf.Options(t, ss, c, i, configMaps, func(ref *corev1.SecretKeySelector) string {
 		return "secret-" + ref.Name + "-" + ref.Key
-	})
+	}, certs)
 }
 
 // checkNATSOptions checks a parsed server configuration against the

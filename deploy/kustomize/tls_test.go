@@ -7,11 +7,12 @@ import (
 	"encoding/pem"
 	"net/url"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
 	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/kubebridge/kubebridge/internal/natsconf"
 )
 
 // bridgeTLSVars are the bridge's TLS settings, each a file.
@@ -24,17 +25,17 @@ var bridgeTLSVars = []string{"NATS_CA", "NATS_CERT", "NATS_KEY"}
 // tls://, trusts the servers' CA for the Service's name, and holds a client
 // certificate, from files on its mounted Secrets, that the servers' CA
 // accepts.
-func checkNATSTLS(t *testing.T, b *build, ss *appsv1.StatefulSet, opts *server.Options, certs string) {
+func checkNATSTLS(t *testing.T, b *build, ss *appsv1.StatefulSet, opts *server.Options, certs natsconf.Certs) {
 	t.Helper()
 	if opts.TLSConfig == nil {
 		t.Fatal("the client port serves no TLS: nats.conf has no tls {} block")
 	}
-	serverCert := servedCert(t, "the client port", opts.TLSConfig, filepath.Join(certs, "nats-server-tls", "tls.crt"))
+	serverCert := servedCert(t, "the client port", opts.TLSConfig, certs.File("nats-server-tls", "tls.crt"))
 	routes := opts.Cluster.TLSConfig
 	if routes == nil {
 		t.Fatal("the routes have no TLS: nats.conf's cluster has no tls {} block")
 	}
-	routeCert := servedCert(t, "the route port", routes, filepath.Join(certs, "nats-routes-tls", "tls.crt"))
+	routeCert := servedCert(t, "the route port", routes, certs.File("nats-routes-tls", "tls.crt"))
 	if routes.ClientAuth != tls.RequireAndVerifyClientCert {
 		t.Errorf("routes: client authentication %v, want mutual TLS", routes.ClientAuth)
 	}
@@ -110,7 +111,7 @@ func verifyCert(t *testing.T, what string, c *x509.Certificate, roots *x509.Cert
 // bridgeTLSVars, the file hack/nats-certs.sh wrote for the Secret key it
 // names; nil (and errors) when one is not on a mounted Secret of the
 // script's, or NATS_URL is not tls://.
-func bridgeTLSFiles(t *testing.T, b *build, certs string) (*url.URL, map[string]string) {
+func bridgeTLSFiles(t *testing.T, b *build, certs natsconf.Certs) (*url.URL, map[string]string) {
 	t.Helper()
 	bc := bridgeOf(t, b)
 	env, _ := environment(t, b, bc)
@@ -121,12 +122,12 @@ func bridgeTLSFiles(t *testing.T, b *build, certs string) (*url.URL, map[string]
 	}
 	files := map[string]string{}
 	for _, k := range bridgeTLSVars {
-		secret, key, ok := secretFile(&bc.pod.Spec, bc.container, env[k])
+		secret, key, ok := natsconf.SecretFile(&bc.pod.Spec, bc.container, env[k])
 		if !ok {
 			t.Errorf("the bridge's %s=%q is no file of a Secret mounted into its container", k, env[k])
 			continue
 		}
-		files[k] = localPath(certs, secret, key)
+		files[k] = certs.File(secret, key)
 		if files[k] == "" {
 			t.Errorf("the bridge's %s=%s is on Secret %s, which neither hack/nats-certs.sh nor components/cert-manager makes", k, env[k], secret)
 		} else if _, err := os.Stat(files[k]); err != nil {

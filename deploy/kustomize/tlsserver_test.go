@@ -1,13 +1,9 @@
 package kustomize_test
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kubebridge/kubebridge/internal/natsconf"
 	"github.com/kubebridge/kubebridge/internal/natstest"
 )
 
@@ -56,7 +53,7 @@ func TestNATSOverTLS(t *testing.T) {
 		t.FailNow()
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(servers[0].Addr().(*net.TCPAddr).Port))
-	checkRefusesPlainText(t, addr)
+	natstest.CheckRefusesPlainText(t, addr, "kubebridge", "secret-kubebridge-nats-password")
 
 	bridge := connectTLS(t, u.Scheme+"://"+addr, files["NATS_CA"], files["NATS_CERT"], files["NATS_KEY"], "kubebridge", "secret-kubebridge-nats-password")
 	js, err := jetstream.New(bridge)
@@ -80,8 +77,8 @@ func TestNATSOverTLS(t *testing.T) {
 		t.Fatalf("the bridge cannot publish: %v", err)
 	}
 
-	reader := filepath.Join(certs, "kubebridge-nats-reader-tls")
-	nc := connectTLS(t, "tls://"+addr, filepath.Join(reader, "ca.crt"), filepath.Join(reader, "tls.crt"), filepath.Join(reader, "tls.key"), "reader", "secret-kubebridge-nats-reader-password")
+	const reader = "kubebridge-nats-reader-tls"
+	nc := connectTLS(t, "tls://"+addr, certs.File(reader, "ca.crt"), certs.File(reader, "tls.crt"), certs.File(reader, "tls.key"), "reader", "secret-kubebridge-nats-reader-password")
 	rjs, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +96,7 @@ func TestNATSOverTLS(t *testing.T) {
 // startTLSCluster starts n servers of ss with the rendered nats.conf and
 // the certificates in certs, on 127.0.0.1 (routes to <ss>-<i>.<service>
 // go to server i), and waits until each has routes to all the others.
-func startTLSCluster(t *testing.T, b *build, ss *appsv1.StatefulSet, certs string, n int) []*server.Server {
+func startTLSCluster(t *testing.T, b *build, ss *appsv1.StatefulSet, certs natsconf.Certs, n int) []*server.Server {
 	t.Helper()
 	c := &ss.Spec.Template.Spec.Containers[0]
 	clusterPorts := make([]int, n)
@@ -147,40 +144,4 @@ func connectTLS(t *testing.T, url, ca, cert, key, user, password string) *nats.C
 	}
 	t.Cleanup(nc.Close)
 	return nc
-}
-
-// checkRefusesPlainText: a client speaking the protocol without TLS gets
-// no PONG; the server announces tls_required and closes the connection
-// when the handshake does not come.
-func checkRefusesPlainText(t *testing.T, addr string) {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	// A bound on a broken server, not an assertion: the server's own TLS
-	// timeout (nats.conf) closes it within seconds.
-	if err := conn.SetDeadline(time.Now().Add(time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(conn)
-	info, err := r.ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(info, `"tls_required":true`) {
-		t.Errorf("the client port does not require TLS: %s", info)
-	}
-	if _, err := fmt.Fprintf(conn, "CONNECT {\"user\":\"kubebridge\",\"pass\":\"secret-kubebridge-nats-password\",\"verbose\":false}\r\nPING\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	rest, err := io.ReadAll(r)
-	if strings.Contains(string(rest), "PONG") {
-		t.Errorf("a client without TLS is served: %q", rest)
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		t.Errorf("the server kept a client without TLS connected: %v", err)
-	}
 }

@@ -150,7 +150,7 @@ func startOverlayNATSAlone(t *testing.T, users map[string]map[string]string) str
 	if sts == nil {
 		t.Fatal("overlays/with-nats has no StatefulSet")
 	}
-	opts := natsServerOptions(t, sts, configMaps, 0, users)
+	opts := natsServerOptions(t, sts, configMaps, 0, users, "")
 	opts.Cluster, opts.Routes = server.ClusterOpts{}, nil
 	return startNATSServers(t, sts, []*server.Options{opts})[0].ClientURL()
 }

@@ -22,8 +22,9 @@ import (
 
 // natsServerOptions parses the nats.conf that server i of the StatefulSet
 // sts runs (configMaps: name → data), with the values of the Secrets its
-// env names (secrets: name → key → value).
-func natsServerOptions(t *testing.T, sts *appsv1.StatefulSet, configMaps map[string]map[string]string, i int, secrets map[string]map[string]string) *server.Options {
+// env names (secrets: name → key → value) and, for the files of the
+// Secrets it mounts (its TLS certificates), those in certs.
+func natsServerOptions(t *testing.T, sts *appsv1.StatefulSet, configMaps map[string]map[string]string, i int, secrets map[string]map[string]string, certs natsconf.Certs) *server.Options {
 	t.Helper()
 	return natsconf.Options(t, sts, &sts.Spec.Template.Spec.Containers[0], i, configMaps, func(ref *corev1.SecretKeySelector) string {
 		v, ok := secrets[ref.Name][ref.Key]
@@ -31,7 +32,7 @@ func natsServerOptions(t *testing.T, sts *appsv1.StatefulSet, configMaps map[str
 			t.Fatalf("nats-server's Secret %s has no key %s", ref.Name, ref.Key)
 		}
 		return v
-	})
+	}, certs)
 }
 
 // startNATSServers runs the servers of sts with opts[i] each, in this

@@ -60,7 +60,7 @@ func (r *rehearsal) startNATS() {
 	}
 	var opts []*server.Options
 	for i := range int(*sts.Spec.Replicas) {
-		opts = append(opts, natsServerOptions(t, sts, configMaps, i, secrets))
+		opts = append(opts, natsServerOptions(t, sts, configMaps, i, secrets, ""))
 	}
 	c := sts.Spec.Template.Spec.Containers[0]
 	clientPort, monitorPort := int32(opts[0].Port), int32(opts[0].HTTPPort)
