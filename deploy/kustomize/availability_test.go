@@ -115,7 +115,7 @@ func checkShards(t *testing.T, b *build, bc bridgeContainer, sts *appsv1.Statefu
 	}
 	for ordinal := range int(replicas) {
 		env["POD_NAME"] = bc.podName(ordinal)
-		c, err := loadBridgeConfig(b, bc, env)
+		c, err := loadBridgeConfig(t, b, bc, env)
 		if err != nil {
 			t.Fatalf("%s: pod %s: %v", bc.workload, env["POD_NAME"], err)
 		}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/natsconf"
 )
 
 // configFileGenerator is the name of the base's configMapGenerator of the
@@ -47,9 +48,12 @@ func mountedFiles(b *build, bc bridgeContainer) func(string) ([]byte, error) {
 	}
 }
 
-// loadBridgeConfig is config.Load of env with the build's mounted files.
-func loadBridgeConfig(b *build, bc bridgeContainer, env map[string]string) (*config.Config, error) {
-	return config.Load(context.Background(), envconfig.MapLookuper(env), config.WithReadFile(mountedFiles(b, bc)))
+// loadBridgeConfig is config.Load of env with the build's mounted files:
+// the ConfigMaps', and the TLS files of hack/nats-certs.sh for the Secrets
+// it writes (natsconf.LocalizeEnv).
+func loadBridgeConfig(t testing.TB, b *build, bc bridgeContainer, env map[string]string) (*config.Config, error) {
+	t.Helper()
+	return config.Load(context.Background(), envconfig.MapLookuper(natsconf.LocalizeEnv(t, &bc.pod.Spec, bc.container, natsCerts(t), env)), config.WithReadFile(mountedFiles(b, bc)))
 }
 
 // TestConfigFileMounted: the bridge reads its configuration file from the

@@ -446,7 +446,7 @@ func TestBridgeSettings(t *testing.T) {
 				t.Errorf("NATS_URL is not set: the bridge would start an embedded NATS server, which needs a writable file system")
 				env["NATS_URL"] = defaultNATSURL
 			}
-			cfg, err := loadBridgeConfig(b, bc, env)
+			cfg, err := loadBridgeConfig(t, b, bc, env)
 			if err != nil {
 				t.Fatalf("config.Load rejects the settings:\n%v\nenvironment: %v", err, env)
 			}
@@ -465,7 +465,7 @@ func bridgeConfig(t *testing.T, b *build, bc bridgeContainer) (*config.Config, m
 	if env["NATS_URL"] == "" {
 		env["NATS_URL"] = defaultNATSURL
 	}
-	cfg, err := loadBridgeConfig(b, bc, env)
+	cfg, err := loadBridgeConfig(t, b, bc, env)
 	if err != nil {
 		t.Fatalf("config.Load (see TestBridgeSettings): %v", err)
 	}

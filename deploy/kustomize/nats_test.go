@@ -103,8 +103,10 @@ func checkNATSStatefulSet(t *testing.T, b *build, ss *appsv1.StatefulSet) {
 		}
 	}
 	checkNATSSpreading(t, b, ss, replicas)
-	opts := natsConfig(t, b, ss, c, 0)
+	certs := natsCerts(t)
+	opts := natsConfig(t, b, ss, c, 0, certs)
 	checkNATSOptions(t, b, ss, c, opts, replicas)
+	checkNATSTLS(t, b, ss, opts, certs)
 }
 
 // checkNATSSpreading: one server down at a time, and a node going away
@@ -163,8 +165,9 @@ func checkNATSSpreading(t *testing.T, b *build, ss *appsv1.StatefulSet, replicas
 }
 
 // natsConfig parses the configuration the StatefulSet's server i runs,
-// with the ConfigMaps of the output and placeholders for Secret values.
-func natsConfig(t *testing.T, b *build, ss *appsv1.StatefulSet, c *corev1.Container, i int) *server.Options {
+// with the ConfigMaps of the output, placeholders for Secret values, and
+// for files on mounted Secrets those hack/nats-certs.sh wrote into certs.
+func natsConfig(t *testing.T, b *build, ss *appsv1.StatefulSet, c *corev1.Container, i int, certs natsconf.Certs) *server.Options {
 	t.Helper()
 	configMaps := map[string]map[string]string{}
 	for _, cm := range ofType[*corev1.ConfigMap](b) {
@@ -172,7 +175,7 @@ func natsConfig(t *testing.T, b *build, ss *appsv1.StatefulSet, c *corev1.Contai
 	}
 	return natsconf.Options(t, ss, c, i, configMaps, func(ref *corev1.SecretKeySelector) string {
 		return "secret-" + ref.Name + "-" + ref.Key
-	})
+	}, certs)
 }
 
 // checkNATSOptions checks a parsed server configuration against the

@@ -18,8 +18,10 @@ import (
 // StatefulSet sts runs: the file of the ConfigMap (configMaps: name → key
 // → data) mounted at the path of --config, its variables taken from c's
 // environment, with the pod's name for metadata.name and secret's answer
-// for a Secret's key.
-func Options(t testing.TB, sts *appsv1.StatefulSet, c *corev1.Container, i int, configMaps map[string]map[string]string, secret func(*corev1.SecretKeySelector) string) *server.Options {
+// for a Secret's key. Paths in the file on the Secrets c mounts become
+// certs' files of those Secrets (the TLS certificates), which nats-server
+// reads as it parses.
+func Options(t testing.TB, sts *appsv1.StatefulSet, c *corev1.Container, i int, configMaps map[string]map[string]string, secret func(*corev1.SecretKeySelector) string, certs Certs) *server.Options {
 	t.Helper()
 	args := append(slices.Clone(c.Command), c.Args...)
 	at := slices.Index(args, "--config")
@@ -59,6 +61,7 @@ func Options(t testing.TB, sts *appsv1.StatefulSet, c *corev1.Container, i int, 
 		}
 	}
 	file := filepath.Join(t.TempDir(), "nats.conf")
+	data = localizeConfig(&sts.Spec.Template.Spec, c, certs, data)
 	if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/manifests"
+	"github.com/kubebridge/kubebridge/internal/natsconf"
 	"github.com/kubebridge/kubebridge/internal/recorder"
 )
 
@@ -334,10 +335,10 @@ func deployWorkloadOf(t *testing.T, o *unstructured.Unstructured) (deployWorkloa
 	return deployWorkload{}, false
 }
 
-// deployBridgeConfig returns the identity the bridge runs as, its settings
-// (of its first pod), and the Leases its pods elect their leaders on (one
-// per shard).
-func deployBridgeConfig(t *testing.T, objs []*unstructured.Unstructured, ns string) (deployIdentity, *config.Config, []string) {
+// deployBridgeEnv finds the bridge's workload and container in objs and
+// returns the environment its first pod gets (envFrom ConfigMaps, then
+// env; the namespace field ref is ns).
+func deployBridgeEnv(t *testing.T, objs []*unstructured.Unstructured, ns string) (deployWorkload, *corev1.Container, map[string]string) {
 	t.Helper()
 	var bridges []deployWorkload
 	var containers []corev1.Container
@@ -390,12 +391,23 @@ func deployBridgeConfig(t *testing.T, objs []*unstructured.Unstructured, ns stri
 			env[e.Name] = d.podNames[0]
 		}
 	}
+	return d, &c, env
+}
+
+// deployBridgeConfig returns the identity the bridge runs as, its settings
+// (of its first pod), and the Leases its pods elect their leaders on (one
+// per shard). The files of the Secrets it mounts are those
+// hack/nats-certs.sh writes.
+func deployBridgeConfig(t *testing.T, objs []*unstructured.Unstructured, ns string) (deployIdentity, *config.Config, []string) {
+	t.Helper()
+	d, c, env := deployBridgeEnv(t, objs, ns)
+	env = natsconf.LocalizeEnv(t, &d.template.Spec, c, natsCerts(t), env)
 	if env["BRIDGE_RESOURCES"] == "" {
 		t.Fatalf("the bridge has no BRIDGE_RESOURCES")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	read := deployMountedFiles(d.template.Spec, c, objs, d.Namespace)
+	read := deployMountedFiles(d.template.Spec, *c, objs, d.Namespace)
 	var cfg *config.Config
 	var leases []string
 	for _, pod := range d.podNames {

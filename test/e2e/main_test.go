@@ -16,7 +16,13 @@ import (
 var bridgeBin, natsServerBin string
 
 func TestMain(m *testing.M) {
-	testenv.Main(afterTests{m, stopSharedImage}, testenv.Options{
+	after := func() {
+		stopSharedImage()
+		if err := certScript.Remove(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: remove hack/nats-certs.sh's files: %v\n", err)
+		}
+	}
+	testenv.Main(afterTests{m, after}, testenv.Options{
 		// Building the bridge counts against this too.
 		StartTimeout: 10 * time.Minute,
 		Setup: func(ctx context.Context, env *testenv.Env) error {

@@ -7,23 +7,21 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/internal/cli"
+	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/internal/testenv"
 	"github.com/kubebridge/kubebridge/pkg/consume"
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -31,8 +29,10 @@ import (
 
 // TestNATSLeastPrivilege runs a NATS server with the configuration of
 // overlays/with-nats (nats.conf parsed by nats-server, its users'
-// passwords as hack/nats-secrets.sh would make them) and checks both of
-// its users:
+// passwords as hack/nats-secrets.sh would make them, its certificates
+// those of hack/nats-certs.sh) and checks, every client over TLS (the
+// bridge with the files its Deployment names, the reader with the
+// reader's certificate), both of its users:
 //   - the bridge, with the kubebridge user's credentials, does all its
 //     duties: it creates its stream, stores its term, publishes snapshots
 //     and changes, scans the stream for deletes missed while it was down,
@@ -41,7 +41,8 @@ import (
 //   - the reader bootstraps with pkg/consume and passes kubebridge verify,
 //     and its publish into the bridge's subjects, its purge and its
 //     delete of the stream are refused;
-//   - an anonymous connection, and a wrong password, are refused.
+//   - an anonymous connection, and a wrong password, are refused, and so
+//     is a client that speaks clear text.
 func TestNATSLeastPrivilege(t *testing.T) {
 	// Its own NATS, namespaces and names: it runs beside the others
 	// that do (testenv's shared NATS is not touched).
@@ -51,16 +52,20 @@ func TestNATSLeastPrivilege(t *testing.T) {
 		"kubebridge-nats":        {"user": "kubebridge", "password": randomPassword(t)},
 		"kubebridge-nats-reader": {"user": "reader", "password": randomPassword(t)},
 	}
-	url := startOverlayNATSAlone(t, users)
+	srv := startOverlayNATSAlone(t, users)
+	url := srv.url
 	bridgeUser, reader := users["kubebridge-nats"], users["kubebridge-nats-reader"]
+	bridgeOpts := append(srv.bridgeOpts(), nats.UserInfo(bridgeUser["user"], bridgeUser["password"]))
+	readerOpts := append(srv.readerOpts(), nats.UserInfo(reader["user"], reader["password"]))
 
-	h := newHarnessOn(t, env, url, nats.UserInfo(reader["user"], reader["password"]))
+	h := newHarnessOn(t, env, url, readerOpts...)
 	// The names the configuration grants: the bridge's defaults.
 	h.prefix, h.stream = "kubebridge", "KUBEBRIDGE"
 	vars := map[string]string{
 		"NATS_USER": bridgeUser["user"], "NATS_PASSWORD": bridgeUser["password"],
 		"BRIDGE_SUBJECT_PREFIX": h.prefix, "BRIDGE_STREAM_NAME": h.stream, "BRIDGE_RESOURCES": "configmaps",
 	}
+	maps.Copy(vars, srv.bridgeTLS)
 	for _, name := range []string{"a", "b", "c", "d", "e"} {
 		h.createCM(h.ns, name, nil, map[string]string{"k": name})
 	}
@@ -102,22 +107,25 @@ func TestNATSLeastPrivilege(t *testing.T) {
 	if second.countLog(fencedLine) == 0 {
 		t.Errorf("the fenced bridge (exit %d) did not log why", code)
 	}
-	checkRefusedFor(t, "the bridge", url, bridgeUser)
+	checkRefusedFor(t, "the bridge", url, bridgeOpts...)
 
 	// The reader: a state from the stream, verify, and nothing else.
-	checkReaderState(t, h, url, reader)
+	checkReaderState(t, h, url, readerOpts...)
 	var out, errOut bytes.Buffer
-	args := []string{"verify", "-s", url, "--user", reader["user"], "--password", reader["password"], "--cluster", cluster,
-		"--against-cluster", "--kubeconfig", env.KubeconfigPath(), "-n", h.ns, "configmaps"}
+	args := []string{"verify", "-s", url, "--user", reader["user"], "--password", reader["password"],
+		"--tlsca", srv.certs.File(readerSecret, "ca.crt"), "--tlscert", srv.certs.File(readerSecret, "tls.crt"), "--tlskey", srv.certs.File(readerSecret, "tls.key"),
+		"--cluster", cluster, "--against-cluster", "--kubeconfig", env.KubeconfigPath(), "-n", h.ns, "configmaps"}
 	if code := cli.Run(context.Background(), args, &out, &errOut); code != 0 {
 		t.Errorf("kubebridge verify as the reader: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
-	checkRefusedFor(t, "the reader", url, reader)
+	checkRefusedFor(t, "the reader", url, readerOpts...)
 
+	// Over TLS, with the reader's certificate: refused for the
+	// credentials alone.
 	for what, opts := range map[string][]nats.Option{
-		"anonymous":          nil,
-		"a wrong password":   {nats.UserInfo(reader["user"], "wrong")},
-		"an unknown account": {nats.UserInfo("admin", reader["password"])},
+		"anonymous":          srv.readerOpts(),
+		"a wrong password":   append(srv.readerOpts(), nats.UserInfo(reader["user"], "wrong")),
+		"an unknown account": append(srv.readerOpts(), nats.UserInfo("admin", reader["password"])),
 	} {
 		if nc, err := nats.Connect(url, opts...); err == nil {
 			nc.Close()
@@ -126,33 +134,8 @@ func TestNATSLeastPrivilege(t *testing.T) {
 			t.Errorf("%s connection: %v, want an authorization violation", what, err)
 		}
 	}
+	natstest.CheckRefusesPlainText(t, srv.addr, bridgeUser["user"], bridgeUser["password"])
 	third.stop()
-}
-
-// startOverlayNATSAlone runs server 0 of overlays/with-nats's StatefulSet
-// in this process, alone (no routes, no cluster), with users' passwords.
-func startOverlayNATSAlone(t *testing.T, users map[string]map[string]string) string {
-	t.Helper()
-	objs := deployRender(t, filepath.Join(deployModuleRoot(t), "deploy", "kustomize", "overlays", "with-nats"))
-	var sts *appsv1.StatefulSet
-	configMaps := map[string]map[string]string{}
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "StatefulSet":
-			sts = &appsv1.StatefulSet{}
-			must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, sts))
-		case "ConfigMap":
-			cm := &corev1.ConfigMap{}
-			must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, cm))
-			configMaps[cm.Name] = cm.Data
-		}
-	}
-	if sts == nil {
-		t.Fatal("overlays/with-nats has no StatefulSet")
-	}
-	opts := natsServerOptions(t, sts, configMaps, 0, users)
-	opts.Cluster, opts.Routes = server.ClusterOpts{}, nil
-	return startNATSServers(t, sts, []*server.Options{opts})[0].ClientURL()
 }
 
 // checkRefusedFor: who may neither purge nor delete the stream, nor
@@ -161,15 +144,15 @@ func startOverlayNATSAlone(t *testing.T, users map[string]map[string]string) str
 // and the server must say it refused that very subject: a request the
 // server refuses gets no answer, so a failure alone (a timeout) proves
 // nothing.
-func checkRefusedFor(t *testing.T, who, url string, creds map[string]string) {
+func checkRefusedFor(t *testing.T, who, url string, opts ...nats.Option) {
 	t.Helper()
 	var mu sync.Mutex
 	var violations []string
-	nc, err := nats.Connect(url, nats.UserInfo(creds["user"], creds["password"]), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+	nc, err := nats.Connect(url, append(slices.Clip(opts), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		mu.Lock()
 		violations = append(violations, err.Error())
 		mu.Unlock()
-	}))
+	}))...)
 	if err != nil {
 		t.Fatalf("%s cannot connect: %v", who, err)
 	}
@@ -217,11 +200,12 @@ func checkRefusedFor(t *testing.T, who, url string, creds map[string]string) {
 	}
 }
 
-// checkReaderState bootstraps a pkg/consume State as the reader, both
-// ways, and compares it with the apiserver's list.
-func checkReaderState(t *testing.T, h *harness, url string, reader map[string]string) {
+// checkReaderState bootstraps a pkg/consume State as the reader (who
+// connects with opts), both ways, and compares it with the apiserver's
+// list.
+func checkReaderState(t *testing.T, h *harness, url string, opts ...nats.Option) {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.UserInfo(reader["user"], reader["password"]))
+	nc, err := nats.Connect(url, opts...)
 	must(t, err)
 	defer nc.Close()
 	js, err := jetstream.New(nc)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -25,16 +24,19 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/kubebridge/kubebridge/internal/config"
+	"github.com/kubebridge/kubebridge/internal/natsconf"
 )
 
 // startNATS creates the NATS Secrets as the README says
-// (hack/nats-secrets.sh), and serves the NATS servers of the overlay's
-// StatefulSet in this process: as many as its replicas, each with the
-// nats.conf of its ConfigMap parsed by nats-server with the container's
-// environment (its pod name, the Secrets' passwords), clustered over their
-// routes. The overlay's Services that select them lead to them: each
-// Service port's target port, by name, is a container port, served by the
-// servers' client or monitoring listener, one server per connection.
+// (hack/nats-secrets.sh, hack/nats-certs.sh), and serves the NATS servers
+// of the overlay's StatefulSet in this process: as many as its replicas,
+// each with the nats.conf of its ConfigMap parsed by nats-server with the
+// container's environment (its pod name, the Secrets' passwords) and the
+// files of the Secrets it mounts (its certificates), clustered over their
+// routes with mutual TLS. The overlay's Services that select them lead to
+// them: each Service port's target port, by name, is a container port,
+// served by the servers' client or monitoring listener, one server per
+// connection.
 func (r *rehearsal) startNATS() {
 	t := r.t
 	t.Helper()
@@ -58,9 +60,10 @@ func (r *rehearsal) startNATS() {
 			secrets[s.Name][k] = string(v)
 		}
 	}
+	certs := natsconf.WriteCerts(t, secrets)
 	var opts []*server.Options
 	for i := range int(*sts.Spec.Replicas) {
-		opts = append(opts, natsServerOptions(t, sts, configMaps, i, secrets))
+		opts = append(opts, natsServerOptions(t, sts, configMaps, i, secrets, certs))
 	}
 	c := sts.Spec.Template.Spec.Containers[0]
 	clientPort, monitorPort := int32(opts[0].Port), int32(opts[0].HTTPPort)
@@ -74,9 +77,15 @@ func (r *rehearsal) startNATS() {
 	r.services = map[string]func() string{}
 	r.serveSelected(sts, c, serves)
 
-	// The rehearsal reads the stream as a reader.
+	// The rehearsal reads the stream as a reader, over TLS with the
+	// readers' certificate.
+	var urls []string
+	for _, addr := range clients {
+		urls = append(urls, "tls://"+addr)
+	}
+	r.natsURL = strings.Join(urls, ",")
 	reader := secrets["kubebridge-nats-reader"]
-	nc, err := nats.Connect(strings.Join(clients, ","), nats.Name("rehearsal-reader"), nats.UserInfo(reader["user"], reader["password"]))
+	nc, err := nats.Connect(r.natsURL, append(readerTLS(certs), nats.Name("rehearsal-reader"), nats.UserInfo(reader["user"], reader["password"]))...)
 	if err != nil {
 		t.Fatalf("connect as the reader: %v", err)
 	}
@@ -84,12 +93,11 @@ func (r *rehearsal) startNATS() {
 	if r.js, err = jetstream.New(nc); err != nil {
 		t.Fatal(err)
 	}
-	r.natsURL = strings.Join(clients, ",")
-	t.Logf("%d nats-servers (nats-server --config of ConfigMap, JetStream, cluster %s) serve the StatefulSet %s", len(servers), opts[0].Cluster.Name, sts.Name)
+	t.Logf("%d nats-servers (nats-server --config of ConfigMap, JetStream, cluster %s, TLS) serve the StatefulSet %s", len(servers), opts[0].Cluster.Name, sts.Name)
 }
 
-// createNATSSecrets runs hack/nats-secrets.sh, as the README tells users
-// to, against the test apiserver.
+// createNATSSecrets runs hack/nats-secrets.sh and hack/nats-certs.sh, as
+// the README tells users to, against the test apiserver.
 func (r *rehearsal) createNATSSecrets() {
 	t := r.t
 	t.Helper()
@@ -97,10 +105,12 @@ func (r *rehearsal) createNATSSecrets() {
 	if err != nil {
 		t.Fatalf("hack/nats-secrets.sh needs kubectl: %v", err)
 	}
-	cmd := exec.CommandContext(r.ctx, filepath.Join(deployModuleRoot(t), "hack", "nats-secrets.sh"), r.id)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+r.env.KubeconfigPath(), "PATH="+filepath.Dir(kubectl)+":"+os.Getenv("PATH"))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("hack/nats-secrets.sh %s: %v\n%s", r.id, err, out)
+	for _, script := range []string{"nats-secrets.sh", "nats-certs.sh"} {
+		cmd := exec.CommandContext(r.ctx, filepath.Join(deployModuleRoot(t), "hack", script), r.id)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+r.env.KubeconfigPath(), "PATH="+filepath.Dir(kubectl)+":"+os.Getenv("PATH"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("hack/%s %s: %v\n%s", script, r.id, err, out)
+		}
 	}
 }
 
@@ -195,21 +205,20 @@ func (r *rehearsal) startPodOf(ns string, tmpl *corev1.PodSpec, name string) *re
 	if err := p.waitExec(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
+	// The settings, loaded from the pod's environment with each file it
+	// names on a mount of the pod (the configuration file, the TLS files)
+	// where that mount's files are on this machine: Load reads them all.
 	env := map[string]string{}
 	for _, kv := range spec.env {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
-	}
-	// The configuration file, where the pod's mounts have it.
-	read := func(name string) ([]byte, error) {
 		for _, m := range spec.mounts {
-			if rel, ok := strings.CutPrefix(name, strings.TrimSuffix(m.target, "/")+"/"); ok {
-				return os.ReadFile(filepath.Join(m.source, rel))
+			if rel, ok := strings.CutPrefix(v, strings.TrimSuffix(m.target, "/")+"/"); ok {
+				env[k] = filepath.Join(m.source, rel)
 			}
 		}
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
-	if rp.cfg, err = config.Load(r.ctx, envconfig.MapLookuper(env), config.WithReadFile(read)); err != nil {
+	if rp.cfg, err = config.Load(r.ctx, envconfig.MapLookuper(env)); err != nil {
 		t.Fatalf("pod %s: the bridge's settings do not load: %v", name, err)
 	}
 	t.Logf("pod %s (IP %s) started: %s as %d:%d, groups %v", name, spec.ip, strings.Join(spec.entrypoint, " "), spec.uid, spec.gid, spec.groups)
