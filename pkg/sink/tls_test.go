@@ -1,10 +1,6 @@
 package sink
 
 import (
-	"bufio"
-	"errors"
-	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -89,28 +85,5 @@ func TestTLSClientRefusesAPlainServer(t *testing.T) {
 func TestTLSServerRefusesPlainText(t *testing.T) {
 	dir := t.TempDir()
 	srv := startTLSServer(t, dir, testpki.NewCA(t, dir, "ca"), true)
-	conn, err := net.DialTimeout("tcp", srv.Addr().String(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(conn)
-	info, err := r.ReadString('\n')
-	if err != nil || !strings.HasPrefix(info, "INFO ") || !strings.Contains(info, `"tls_required":true`) {
-		t.Fatalf("greeting %q, err %v; want an INFO requiring TLS", info, err)
-	}
-	if _, err := conn.Write([]byte("CONNECT {\"verbose\":false}\r\nPING\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	rest, err := io.ReadAll(r)
-	var timeout net.Error
-	if errors.As(err, &timeout) && timeout.Timeout() {
-		t.Fatalf("the server kept a clear-text client connected (read so far %q)", rest)
-	}
-	if strings.Contains(string(rest), "PONG") {
-		t.Errorf("the server answered a clear-text client: %q", rest)
-	}
+	natstest.CheckRefusesPlainText(t, srv.Addr().String(), "", "")
 }
