@@ -9,8 +9,10 @@
 // The parent starts a real etcd and kube-apiserver and a nats-server
 // process (internal/testenv), builds the bridge (cmd/bridge, or -bridge),
 // and creates -objects ConfigMaps of -size bytes in one namespace, plus a
-// marker ConfigMap. Then, for K = 0 and each K of -consumers, it runs two
-// setups, each over the same churn:
+// marker ConfigMap. Then, for K = 0, each K of -consumers and K = 0 again
+// (the baselines run first and last, and the goals take their mean, so
+// that a machine or an API server whose speed drifts during the run
+// counts on both sides), it runs two setups, each over the same churn:
 //
 //   - (a) K consumer processes, each a client-go shared informer of the
 //     namespace's ConfigMaps on the API server, as client-go sets one up
@@ -20,7 +22,9 @@
 //     the stream (bootstrap from the last message per subject).
 //
 // A consumer is this program run again ("fanout child informer|stream").
-// Once the bridge is ready and every consumer synced, after -settle, the
+// Once the bridge is ready, every consumer synced and the processes
+// measured together use less than -quiet-cores of CPU (their start-up's
+// lists, bootstraps and collections done; at most -quiet-timeout), the
 // window opens: the churn makes -churn changes at -churn-rate per second
 // from -churn-workers writers, a third creates of new ConfigMaps, then a
 // third updates (one data key of a preloaded ConfigMap rewritten, round
@@ -37,8 +41,8 @@
 // in (b), so does the stream's last message per subject, all within
 // -converge-timeout.
 //
-// It prints a markdown table per K (the baselines, K = 0, first), a row
-// per setup. Its columns, all over the window:
+// It prints a markdown table per K (the baselines, K = 0, first: both
+// runs of each), a row per setup. Its columns, all over the window:
 //
 //   - window s: the window's length.
 //   - apiserver+etcd CPU s: kube-apiserver's and etcd's user and system
@@ -69,7 +73,7 @@
 //  4. at each K: nats-server's CPU per stream consumer, (nats-server(b, K)
 //     − nats-server(b, 0)) ÷ K, ÷ the API server's and etcd's CPU per
 //     informer, (apiserver+etcd(a, K) − apiserver+etcd(a, 0)) ÷ K, at
-//     most 1. Both K = 0 runs have a new consumer too, so it cancels.
+//     most 1. The K = 0 setups start a new consumer too: its cost cancels.
 //
 // Any BRIDGE_* variable of the environment reaches the bridge. The
 // machine's other load counts in every column: run it on a quiet machine,

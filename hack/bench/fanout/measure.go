@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
 )
@@ -113,4 +116,45 @@ func (m *meter) end() (map[string]usage, time.Duration, error) {
 		out[p.name] = usage{CPU: cpu - m.cpuStart[i], RSSMean: m.rssSum[i] / float64(m.samples), RSSPeak: m.rssPeak[i]}
 	}
 	return out, window, nil
+}
+
+// quiesce waits until procs together use less than cores of CPU over a
+// second, so that what a setup's start made them do (an informer's list
+// served, a bootstrap, the garbage collections after them) is done before
+// its window opens. After timeout it says so and returns: the window then
+// opens on a busy server.
+func quiesce(ctx context.Context, procs []watched, cores float64, timeout time.Duration) error {
+	total := func() (float64, error) {
+		var sum float64
+		for _, p := range procs {
+			cpu, err := benchkit.ProcessCPUSeconds(p.pid)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", p.name, err)
+			}
+			sum += cpu
+		}
+		return sum, nil
+	}
+	start := time.Now()
+	last, err := total()
+	if err != nil {
+		return err
+	}
+	var rate float64
+	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, false, func(context.Context) (bool, error) {
+		now, err := total()
+		if err != nil {
+			return false, err
+		}
+		rate, last = now-last, now
+		return rate < cores, nil
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		logf("not quiet after %v: the processes measured use %.2f cores; the window opens anyway", timeout, rate)
+		return nil
+	}
+	if err == nil {
+		logf("quiet after %v (%.2f cores)", time.Since(start).Round(time.Millisecond), rate)
+	}
+	return err
 }

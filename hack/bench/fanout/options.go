@@ -23,7 +23,11 @@ type options struct {
 	workers int
 	// newAfter is how far into the churn the new consumer starts.
 	newAfter time.Duration
-	settle   time.Duration
+	// quietCores and quietTimeout: before the window opens, the measured
+	// processes together use less than quietCores of CPU, or quietTimeout
+	// passed.
+	quietCores   float64
+	quietTimeout time.Duration
 	// syncTimeout bounds a consumer's sync and the bridge's start;
 	// convergeTimeout the wait for the consumers (and the stream) to hold
 	// what the API server lists after the churn.
@@ -42,7 +46,8 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.churnWorkers, "churn-workers", 8, "goroutines making the changes")
 	fs.IntVar(&o.workers, "workers", 16, "goroutines creating the ConfigMaps")
 	fs.DurationVar(&o.newAfter, "new-after", 0, "how far into the churn the new consumer starts (default: a third of the churn)")
-	fs.DurationVar(&o.settle, "settle", 2*time.Second, "pause between the last consumer synced and the churn")
+	fs.Float64Var(&o.quietCores, "quiet-cores", 0.2, "before the churn, wait until the measured processes together use less CPU than this many cores over a second")
+	fs.DurationVar(&o.quietTimeout, "quiet-timeout", 2*time.Minute, "longest wait for -quiet-cores; the churn starts anyway after it")
 	fs.DurationVar(&o.syncTimeout, "sync-timeout", 10*time.Minute, "longest wait for a consumer's cache or the bridge's start-up snapshot")
 	fs.DurationVar(&o.convergeTimeout, "converge-timeout", 5*time.Minute, "longest wait, after the churn, for every consumer to hold what the API server lists")
 	fs.StringVar(&o.bridgeBin, "bridge", "", "bridge binary (default: build ./cmd/bridge)")

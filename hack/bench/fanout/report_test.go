@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// outcomes of a run at K = 0 and K = 2, with round numbers.
+// outcomes of a run at K = 0 and K = 2, the baselines first and last,
+// with round numbers.
 func sampleOutcomes() []outcome {
 	cons := func(cpu, rss float64) []usage {
 		return []usage{{CPU: cpu, RSSMean: rss, RSSPeak: rss + 10}, {CPU: cpu + 2, RSSMean: rss + 20, RSSPeak: rss + 40}}
@@ -22,6 +23,9 @@ func sampleOutcomes() []outcome {
 		{setup: setup{seq: 2, k: 2}, window: 30 * time.Second, apiserver: usage{CPU: 16}, etcd: usage{CPU: 2}, consumers: cons(3, 100), newSync: 4 * time.Second},
 		{setup: setup{seq: 3, stream: true, k: 2}, window: 32 * time.Second, apiserver: usage{CPU: 11}, etcd: usage{CPU: 4}, nats: usage{CPU: 10},
 			bridge: usage{CPU: 5}, consumers: cons(2, 120), newSync: 2 * time.Second},
+		{setup: setup{seq: 4, k: 0}, window: 30 * time.Second, apiserver: usage{CPU: 10}, etcd: usage{CPU: 4}, newSync: 2 * time.Second},
+		{setup: setup{seq: 5, stream: true, k: 0}, window: 30 * time.Second, apiserver: usage{CPU: 11}, etcd: usage{CPU: 5}, nats: usage{CPU: 6},
+			bridge: usage{CPU: 5, RSSMean: 100, RSSPeak: 120}, newSync: time.Second},
 	}
 }
 
@@ -33,11 +37,14 @@ func TestGoalRowsAreTheIssuesRatios(t *testing.T) {
 		verdict string
 	}
 	wants := []want{
-		{"1. ", 15.0 / 12, "PASS"},          // (11 + 4) ÷ (9 + 3)
-		{"1, for scale", 18.0 / 10, "info"}, // (16 + 2) ÷ (8 + 2)
+		// The baselines are the means of their two runs: apiserver+etcd
+		// 10 and 14 for the informers, 12 and 16 for the stream, whose
+		// nats-server's CPU is 4 and 6.
+		{"1. ", 15.0 / 14, "PASS"},          // (11 + 4) ÷ mean(12, 16)
+		{"1, for scale", 18.0 / 12, "info"}, // (16 + 2) ÷ mean(10, 14)
 		{"2. ", 2.0 / 4, "PASS"},
 		{"3. ", 130.0 / 110, "FAIL"},                  // mean of 120, 140 ÷ mean of 100, 120
-		{"4. ", ((10 - 4) / 2.0) / (8 / 2.0), "PASS"}, // nats 10 − 4 over 2 ÷ apiserver+etcd 18 − 10 over 2
+		{"4. ", ((10 - 5) / 2.0) / (6 / 2.0), "PASS"}, // nats 10 − mean(4, 6) over 2 ÷ apiserver+etcd 18 − 12 over 2
 	}
 	if len(rows) != len(wants) {
 		t.Fatalf("%d rows, want %d: %+v", len(rows), len(wants), rows)
@@ -73,7 +80,8 @@ func TestGoalVerdicts(t *testing.T) {
 // need them are left out rather than judged on nothing.
 func TestGoalRowsNeedTheirSetups(t *testing.T) {
 	outs := sampleOutcomes()
-	if rows := goalRows(outs[1:]); slices.ContainsFunc(rows, func(g goalRow) bool { return g.goal[0] == '1' || g.goal[0] == '4' }) {
+	noInformerBaseline := slices.DeleteFunc(slices.Clone(outs), func(o outcome) bool { return !o.stream && o.k == 0 })
+	if rows := goalRows(noInformerBaseline); slices.ContainsFunc(rows, func(g goalRow) bool { return g.goal[0] == '1' || g.goal[0] == '4' }) {
 		t.Errorf("goals 1 and 4 judged without the informers' baseline: %+v", rows)
 	}
 	if rows := goalRows(outs[:3]); slices.ContainsFunc(rows, func(g goalRow) bool { return g.verdict() != "info" }) {
@@ -99,6 +107,9 @@ func TestReportHasATablePerKAndTheGoals(t *testing.T) {
 	if n := strings.Count(out, "| (a) 2 informers |"); n != 1 {
 		t.Errorf("the K = 2 informers' row is there %d times:\n%s", n, out)
 	}
+	if n := strings.Count(out, "| (a) 0 informers |"); n != 2 {
+		t.Errorf("the baseline of the informers is there %d times, want both runs:\n%s", n, out)
+	}
 }
 
 func TestSetupsRunTheBaselinesFirst(t *testing.T) {
@@ -107,7 +118,8 @@ func TestSetupsRunTheBaselinesFirst(t *testing.T) {
 		got = append(got, s.String()+" "+s.token())
 	}
 	want := []string{"(a) 0 informers setup-0", "(b) bridge + 0 stream consumers setup-1", "(a) 1 informer setup-2",
-		"(b) bridge + 1 stream consumer setup-3", "(a) 20 informers setup-4", "(b) bridge + 20 stream consumers setup-5"}
+		"(b) bridge + 1 stream consumer setup-3", "(a) 20 informers setup-4", "(b) bridge + 20 stream consumers setup-5",
+		"(a) 0 informers setup-6", "(b) bridge + 0 stream consumers setup-7"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("setups %q, want %q", got, want)
 	}

@@ -16,11 +16,13 @@ type setup struct {
 	k      int
 }
 
-// setups are the runs, in order: the baselines (K = 0) first, then for
-// each K the informers and then the stream.
+// setups are the runs, in order: the baselines (K = 0), then for each K
+// the informers and then the stream, then the baselines again, so that
+// their mean brackets a machine (and an API server) whose speed drifts
+// during the run.
 func setups(consumers []int) []setup {
 	var out []setup
-	for _, k := range append([]int{0}, consumers...) {
+	for _, k := range append(append([]int{0}, consumers...), 0) {
 		out = append(out, setup{seq: len(out), k: k}, setup{seq: len(out) + 1, stream: true, k: k})
 	}
 	return out
@@ -48,7 +50,7 @@ func (s setup) source() string {
 func (s setup) token() string { return "setup-" + strconv.Itoa(s.seq) }
 
 // outcome is what one setup measured over its window: from the moment
-// every consumer synced (and a pause of -settle) to the moment every
+// every consumer synced and the processes measured were quiet to the moment every
 // consumer, the new one too, had seen the churn's last change.
 type outcome struct {
 	setup
@@ -109,9 +111,13 @@ func (b *bench) measureSetup(ctx context.Context, s setup, r *running, out *outc
 	if err := b.startConsumers(ctx, s, r); err != nil {
 		return err
 	}
-	// -settle: the consumers' start-up is not part of the window.
-	time.Sleep(b.o.settle)
-	m, err := startMeter(b.watched(r))
+	// The consumers' start-up (lists, bootstraps) is not part of the
+	// window.
+	procs := b.watched(r)
+	if err := quiesce(ctx, procs, b.o.quietCores, b.o.quietTimeout); err != nil {
+		return err
+	}
+	m, err := startMeter(procs)
 	if err != nil {
 		return err
 	}
