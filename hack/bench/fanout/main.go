@@ -58,6 +58,11 @@
 //     bootstrap. It is not among the K.
 //   - apiserver, etcd, nats-server, bridge RSS MiB: each one's mean
 //     resident set, and its largest sample.
+//   - before the window, the K's start: the CPU the API server and etcd
+//     together, and nats-server, spent from the K consumers' start until
+//     the processes were quiet: K lists from the API server, or K
+//     bootstraps from the stream. (Not a goal of the issue; what the
+//     window leaves out.)
 //
 // Then the goals, each a ratio with its verdict (PASS, FAIL; n/a when
 // the denominator is not above zero):

@@ -152,8 +152,8 @@ func printReport(w io.Writer, head string, outs []outcome) {
 		if k == 0 {
 			fmt.Fprintf(w, "The baselines run first and last; the goals take the mean of the two.\n\n")
 		}
-		fmt.Fprintln(w, "| setup | window s | apiserver+etcd CPU s (apiserver + etcd) | nats-server CPU s | bridge CPU s | CPU s per consumer: mean (max) | RSS MiB per consumer: mean (peak) | new consumer synced in s | apiserver RSS MiB: mean (peak) | etcd RSS MiB | nats-server RSS MiB | bridge RSS MiB |")
-		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+		fmt.Fprintln(w, "| setup | window s | apiserver+etcd CPU s (apiserver + etcd) | nats-server CPU s | bridge CPU s | CPU s per consumer: mean (max) | RSS MiB per consumer: mean (peak) | new consumer synced in s | apiserver RSS MiB: mean (peak) | etcd RSS MiB | nats-server RSS MiB | bridge RSS MiB | before the window, the K's start: apiserver+etcd / nats-server CPU s |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 		for _, o := range outs {
 			if o.k == k {
 				fmt.Fprintln(w, tableRow(o))
@@ -183,9 +183,9 @@ func tableRow(o outcome) string {
 		mean, peak := o.consumerRSS()
 		consRSS = fmt.Sprintf("%.0f (%.0f)", mean, peak)
 	}
-	return fmt.Sprintf("| %v | %.1f | %.1f (%.1f + %.1f) | %.1f | %s | %s | %s | %.2f | %s | %s | %s | %s |",
+	return fmt.Sprintf("| %v | %.1f | %.1f (%.1f + %.1f) | %.1f | %s | %s | %s | %.2f | %s | %s | %s | %s | %.1f / %.1f |",
 		o.setup, o.window.Seconds(), o.apiEtcdCPU(), o.apiserver.CPU, o.etcd.CPU, o.nats.CPU, bridgeCPU, consCPU, consRSS,
-		o.newSync.Seconds(), rss(o.apiserver), rss(o.etcd), rss(o.nats), bridgeRSS)
+		o.newSync.Seconds(), rss(o.apiserver), rss(o.etcd), rss(o.nats), bridgeRSS, o.startAPIEtcd, o.startNATS)
 }
 
 func rss(u usage) string { return fmt.Sprintf("%.0f (%.0f)", u.RSSMean, u.RSSPeak) }

@@ -62,6 +62,10 @@ type outcome struct {
 	// newSync is the new consumer's time from its start to its cache
 	// synced.
 	newSync time.Duration
+	// startAPIEtcd and startNATS are the CPU the API server and etcd
+	// together, and nats-server, spent from the K consumers' start until
+	// the processes measured were quiet, before the window.
+	startAPIEtcd, startNATS float64
 }
 
 // running is what a setup started, to be stopped whatever happens.
@@ -95,7 +99,10 @@ func (b *bench) runSetup(ctx context.Context, s setup) (outcome, error) {
 	return out, err
 }
 
-func (b *bench) measureSetup(ctx context.Context, s setup, r *running, out *outcome) error {
+// startSetup starts the bridge of a stream setup, on an empty stream, and
+// the K consumers, and measures what the servers spent on the consumers'
+// start until the processes measured were quiet again.
+func (b *bench) startSetup(ctx context.Context, s setup, r *running, out *outcome) error {
 	// An empty stream: for the bridge, as the first of a cluster starts;
 	// for the informers, so that nats-server holds nothing of the setup
 	// before.
@@ -108,16 +115,30 @@ func (b *bench) measureSetup(ctx context.Context, s setup, r *running, out *outc
 			return err
 		}
 	}
-	if err := b.startConsumers(ctx, s, r); err != nil {
+	servers := b.watched(&running{})
+	m, err := startMeter(servers)
+	if err != nil {
 		return err
 	}
-	// The consumers' start-up (lists, bootstraps) is not part of the
-	// window.
-	procs := b.watched(r)
-	if err := quiesce(ctx, procs, b.o.quietCores, b.o.quietTimeout); err != nil {
+	err = b.startConsumers(ctx, s, r)
+	if err == nil {
+		// The consumers' start-up (lists, bootstraps) is not part of the
+		// window.
+		err = quiesce(ctx, b.watched(r), b.o.quietCores, b.o.quietTimeout)
+	}
+	used, _, endErr := m.end()
+	if err := errors.Join(err, endErr); err != nil {
 		return err
 	}
-	m, err := startMeter(procs)
+	out.startAPIEtcd, out.startNATS = used["apiserver"].CPU+used["etcd"].CPU, used["nats"].CPU
+	return nil
+}
+
+func (b *bench) measureSetup(ctx context.Context, s setup, r *running, out *outcome) error {
+	if err := b.startSetup(ctx, s, r, out); err != nil {
+		return err
+	}
+	m, err := startMeter(b.watched(r))
 	if err != nil {
 		return err
 	}
