@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
 	kinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -75,8 +76,11 @@ func child(args []string) error {
 		return err
 	}
 	go inf.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return errors.New("cache did not sync")
+	// Every 10 ms, not cache.WaitForCacheSync's 100: a list of 2,000
+	// objects takes a few tenths of a second.
+	err = wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) { return inf.HasSynced(), nil })
+	if err != nil {
+		return fmt.Errorf("cache did not sync: %w", err)
 	}
 	if err := out.emit(childEvent{Event: "synced", Secs: time.Since(start).Seconds(), Objects: len(inf.GetStore().ListKeys())}); err != nil {
 		return err
