@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
 	"github.com/kubebridge/kubebridge/internal/bridge"
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/pkg/contract"
@@ -75,7 +76,7 @@ func publishRaw(ctx context.Context, store cache.Store, b bridgeChild, asItems b
 		msgs = append(msgs, m)
 	}
 
-	js, closeConn, err := connectJetStream(b.natsURL)
+	js, closeConn, err := benchkit.ConnectJetStream(b.natsURL)
 	if err != nil {
 		return 0, err
 	}

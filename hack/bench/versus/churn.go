@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,13 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
 )
@@ -164,44 +157,14 @@ func (b *bench) outage(ctx context.Context) (time.Duration, error) {
 // sendChanges makes changes 0 … n-1 at -churn-rate from -churn-workers
 // goroutines; the first error stops them.
 func (b *bench) sendChanges(ctx context.Context, n, seq int) error {
-	c := b.churn
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	start := time.Now()
-	jobs := make(chan int)
-	var failed atomic.Pointer[error]
-	var wg sync.WaitGroup
-	for range c.workers {
-		wg.Go(func() {
-			for k := range jobs {
-				if err := b.change(ctx, k, seq); err != nil {
-					failed.CompareAndSwap(nil, &err)
-					cancel()
-				}
-			}
-		})
-	}
-	tick := time.NewTicker(time.Duration(float64(time.Second) / c.rate))
-	for k := 0; k < n && ctx.Err() == nil; k++ {
-		select {
-		case jobs <- k:
-		case <-ctx.Done():
+	return benchkit.Paced(ctx, n, b.churn.rate, b.churn.workers, func(ctx context.Context, k int) error {
+		return b.change(ctx, k, seq)
+	}, func(sent int) {
+		if sent%100 == 0 {
+			fmt.Fprintf(os.Stderr, "churn: %d/%d changes sent in %v\n", sent, b.churn.mix.total(), time.Since(start).Round(time.Millisecond))
 		}
-		if (k+1)%100 == 0 {
-			fmt.Fprintf(os.Stderr, "churn: %d/%d changes sent in %v\n", k+1, c.mix.total(), time.Since(start).Round(time.Millisecond))
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-		}
-	}
-	tick.Stop()
-	close(jobs)
-	wg.Wait()
-	if p := failed.Load(); p != nil {
-		return *p
-	}
-	return ctx.Err()
+	})
 }
 
 // change makes the churn's change k: a create, an update or a delete, in
@@ -217,14 +180,7 @@ func (b *bench) change(ctx context.Context, k, seq int) error {
 		_, err := b.clusterChange(ctx, j, seq)
 		return err
 	default:
-		name := churnObjectName(seq, j)
-		return benchkit.Retry(ctx, func() error {
-			err := b.cs.CoreV1().ConfigMaps(b.namespaceOf(kind, j)).Delete(ctx, name, metav1.DeleteOptions{})
-			if apierrors.IsNotFound(err) {
-				return nil // a retry after a delete whose response was lost
-			}
-			return err
-		})
+		return benchkit.DeleteConfigMap(ctx, b.cs, b.namespaceOf(kind, j), churnObjectName(seq, j))
 	}
 }
 
@@ -275,12 +231,6 @@ func churnObjectName(seq, j int) string { return fmt.Sprintf("churn-%02d-%06d", 
 func (b *bench) updateOne(ctx context.Context, k, seq int) error {
 	i := k % b.objects
 	rng := rand.New(rand.NewPCG(uint64(k), uint64(seq)<<32|0x6368))
-	body, err := json.Marshal(map[string]any{"data": map[string]string{"key-" + strconv.Itoa(k/b.objects%4): randomData(rng, b.size/4)}})
-	if err != nil {
-		return err
-	}
-	return benchkit.Retry(ctx, func() error {
-		_, err := b.cs.CoreV1().ConfigMaps(b.layout.namespace(i)).Patch(ctx, objectName(i), types.MergePatchType, body, metav1.PatchOptions{})
-		return err
-	})
+	key := "key-" + strconv.Itoa(k/b.objects%benchkit.DataKeys)
+	return benchkit.SetConfigMapData(ctx, b.cs, b.layout.namespace(i), objectName(i), key, benchkit.RandomData(rng, b.size/benchkit.DataKeys))
 }

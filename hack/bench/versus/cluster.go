@@ -128,7 +128,7 @@ func (p planned) value(k, seq, size int) string {
 	case podLabel, cmLabel:
 		return fmt.Sprintf("%d.%d", seq, k)
 	}
-	return randomData(changeRNG(k, seq), size/4)
+	return benchkit.RandomData(changeRNG(k, seq), size/4)
 }
 
 // body is change k's patch, its type, and the subresource it writes.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
@@ -99,7 +100,7 @@ func (b *bench) checkCluster(ctx context.Context, m mode, sc streamCount, cp clu
 // change of the churn touched and checks that it holds what the object's
 // last such change set: its image, version label, or data key.
 func (b *bench) checkMeaningful(ctx context.Context, m mode, cp clusterPlan) error {
-	js, closeConn, err := connectJetStream(b.env.NATSURL())
+	js, closeConn, err := benchkit.ConnectJetStream(b.env.NATSURL())
 	if err != nil {
 		return err
 	}

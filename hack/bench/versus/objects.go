@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,37 +69,10 @@ func createObjects(ctx context.Context, cs kubernetes.Interface, l layout, n, si
 	return nil
 }
 
-const dataAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/"
-
-// randomData is n random characters that need no escaping in JSON.
-func randomData(rng *rand.Rand, n int) string {
-	b := make([]byte, n)
-	for j := range b {
-		b[j] = dataAlphabet[rng.IntN(len(dataAlphabet))]
-	}
-	return string(b)
-}
-
-// createOne creates ConfigMap namespace/name with size bytes of data from
-// seed.
+// createOne creates ConfigMap namespace/name of the benchmark, with size
+// bytes of data from seed.
 func createOne(ctx context.Context, cs kubernetes.Interface, namespace, name string, seed uint64, size int) error {
-	rng := rand.New(rand.NewPCG(seed, 0x6b75626562726964))
-	const keys = 4
-	data := make(map[string]string, keys)
-	for k := range keys {
-		data["key-"+strconv.Itoa(k)] = randomData(rng, size/keys)
-	}
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{"app": "bench-versus"}},
-		Data:       data,
-	}
-	return benchkit.Retry(ctx, func() error {
-		_, err := cs.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
-	})
+	return benchkit.CreateConfigMap(ctx, cs, namespace, name, map[string]string{"app": "bench-versus"}, seed, size)
 }
 
 func objectName(i int) string { return fmt.Sprintf("cm-%06d", i) }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,12 +8,12 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
 )
 
 // usage is what this process has used so far: CPU, and the system calls
@@ -62,7 +61,7 @@ func readUsage() usage {
 // syscallCounts reads syscr and syscw from a /proc/<pid>/io file; -1 for
 // a count it cannot read.
 func syscallCounts(path string) (reads, writes int64) {
-	n, err := procNumbers(path)
+	n, err := benchkit.ProcNumbers(path)
 	if err != nil {
 		return -1, -1
 	}
@@ -74,57 +73,6 @@ func syscallCounts(path string) (reads, writes int64) {
 		writes = v
 	}
 	return reads, writes
-}
-
-// procNumbers reads a /proc file of "key: number [unit]" lines, such as
-// status or io, into a map; lines that do not fit are left out.
-func procNumbers(path string) (map[string]int64, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]int64{}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(v)
-		if len(f) == 0 {
-			continue
-		}
-		if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-			out[k] = n
-		}
-	}
-	return out, nil
-}
-
-// processCPUSeconds is the CPU time, user and system, process pid has
-// used, from /proc/<pid>/stat (in clock ticks of 1/100 s, Linux's USER_HZ
-// on every architecture Go supports).
-func processCPUSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// The command name, in parentheses, may hold spaces: count fields
-	// after its closing parenthesis, where utime and stime are the 12th
-	// and 13th (the 14th and 15th of the whole line).
-	rest := b[bytes.LastIndexByte(b, ')')+1:]
-	f := strings.Fields(string(rest))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the command", pid, len(f))
-	}
-	var ticks int64
-	for _, v := range f[11:13] {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-		}
-		ticks += n
-	}
-	return float64(ticks) / 100, nil
 }
 
 // peaks samples the child's memory every 200ms, and the bridge's intake
@@ -210,7 +158,7 @@ func writeHeapProfile(path string) error {
 
 // procStatus returns VmRSS and VmHWM (peak RSS) in KiB.
 func procStatus() (rss, hwm int64) {
-	n, err := procNumbers("/proc/self/status")
+	n, err := benchkit.ProcNumbers("/proc/self/status")
 	if err != nil {
 		return -1, -1
 	}

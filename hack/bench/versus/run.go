@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
 )
 
 // runChild runs mode m in a fresh process: the first measurement once it is
@@ -76,15 +78,8 @@ func (b *bench) startChild(ctx context.Context, m mode) (*childProcess, error) {
 	cmd := exec.CommandContext(ctx, exe, append(args, profiles...)...)
 	cmd.Stderr = os.Stderr
 	cmd.Env = append(os.Environ(), b.childEnv(m)...)
-	stdin, err := cmd.StdinPipe()
+	stdin, stdout, err := benchkit.StartPiped(cmd)
 	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	lines := bufio.NewScanner(stdout)
@@ -200,7 +195,7 @@ func (b *bench) measureChurn(ctx context.Context, p *childProcess, seq int, out 
 	// the same in every mode, the watch it serves this child does not
 	// (gzip or not).
 	apiPID := b.env.APIServerPID()
-	apiStart, apiErr := processCPUSeconds(apiPID)
+	apiStart, apiErr := benchkit.ProcessCPUSeconds(apiPID)
 	load, err := b.runChurn(ctx, seq)
 	out.load = &load
 	if err != nil {
@@ -228,7 +223,7 @@ func (b *bench) measureChurn(ctx context.Context, p *childProcess, seq int, out 
 		return fmt.Errorf("informer delivered %d events, want %d (of %s)", r.Events, want, b.churn.mix)
 	}
 	out.churn = &r
-	if apiEnd, err := processCPUSeconds(apiPID); err == nil && apiErr == nil {
+	if apiEnd, err := benchkit.ProcessCPUSeconds(apiPID); err == nil && apiErr == nil {
 		out.apiserverCPU = apiEnd - apiStart
 	}
 	logResult(m, r)

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
@@ -58,7 +59,7 @@ type kindCount struct {
 // stream.
 func countStream(ctx context.Context, url, name string) (streamCount, error) {
 	var sc streamCount
-	js, closeConn, err := connectJetStream(url)
+	js, closeConn, err := benchkit.ConnectJetStream(url)
 	if err != nil {
 		return sc, err
 	}
@@ -171,7 +172,7 @@ func waitForChurn(ctx context.Context, url, name string, mix churnMix) (streamCo
 // its own, and publish-raw's messages are not taken for duplicates of the
 // run before.
 func removeStream(ctx context.Context, url, name string) error {
-	js, closeConn, err := connectJetStream(url)
+	js, closeConn, err := benchkit.ConnectJetStream(url)
 	if err != nil {
 		return err
 	}
@@ -180,19 +181,4 @@ func removeStream(ctx context.Context, url, name string) error {
 		return fmt.Errorf("deleting stream %s: %w", name, err)
 	}
 	return nil
-}
-
-// connectJetStream connects to the NATS server at url; the function it
-// returns closes the connection.
-func connectJetStream(url string) (jetstream.JetStream, func(), error) {
-	nc, err := nats.Connect(url)
-	if err != nil {
-		return nil, nil, err
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return js, nc.Close, nil
 }
