@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unique"
 
 	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/nats-io/nats.go"
@@ -185,7 +186,10 @@ func parseFlags(ev *Event) error {
 // decodeObjects decodes the data into typed or unstructured objects and
 // checks them against the subject and the extensions.
 func (d *decoder) decodeObjects(ev *Event, ext func(string) string) error {
-	gvk := schema.FromAPIVersionAndKind(ext(contract.ExtAPIVersion), ext(contract.ExtKind))
+	// The objects keep these in their TypeMeta: a header value is a
+	// piece of the message's whole header block (nats.go reads it as one
+	// string), which the cache would keep alive with every object.
+	gvk := schema.FromAPIVersionAndKind(unique.Make(ext(contract.ExtAPIVersion)).Value(), unique.Make(ext(contract.ExtKind)).Value())
 	var err error
 	if !gvk.Empty() && d.scheme.Recognizes(gvk) {
 		err = d.decodeTyped(ev, gvk)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/nats-io/nats.go"
 	corev1 "k8s.io/api/core/v1"
@@ -155,6 +156,50 @@ func TestFilterSubjects(t *testing.T) {
 	for _, bad := range []string{"", "a..b", "cm.*", "x.>"} {
 		if _, err := parseFilter(Filter{Resource: bad}); !errors.Is(err, ErrBadFilter) {
 			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+// TestDecodedObjectsKeepNoHeader decodes a message whose header is read
+// as nats.go reads one off the wire: one string for the block, every value
+// a piece of it. A cached object that kept a piece (its apiVersion and
+// kind come from the header) would keep the whole block alive, about as
+// large as the object's metadata, for as long as it is cached.
+func TestDecodedObjectsKeepNoHeader(t *testing.T) {
+	f := newFab(t, &memStore{})
+	f.term("a")
+	f.change(informers.Updated, cm("ns", "a", "u1", "11"), cm("ns", "a", "u1", "10"))
+	wire := []byte("NATS/1.0\r\n")
+	for k, vs := range f.msgs[1].Header {
+		for _, v := range vs {
+			wire = append(wire, k+": "+v+"\r\n"...)
+		}
+	}
+	h, err := nats.DecodeHeadersMsg(append(wire, "\r\n"...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := memClient(t).Decode(f.seqs[1], &nats.Msg{Subject: f.msgs[1].Subject, Header: h, Data: f.msgs[1].Data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inHeader := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		for _, vs := range h {
+			for _, v := range vs {
+				if start := uintptr(unsafe.Pointer(unsafe.StringData(v))); len(v) > 0 && p >= start && p < start+uintptr(len(v)) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for name, obj := range map[string]*corev1.ConfigMap{"object": ev.Object.(*corev1.ConfigMap), "oldObject": ev.OldObject.(*corev1.ConfigMap)} {
+		if obj.APIVersion != "v1" || obj.Kind != "ConfigMap" {
+			t.Fatalf("%s's TypeMeta %+v", name, obj.TypeMeta)
+		}
+		if inHeader(obj.APIVersion) || inHeader(obj.Kind) {
+			t.Errorf("%s's TypeMeta %+v is a piece of the header block", name, obj.TypeMeta)
 		}
 	}
 }
