@@ -205,6 +205,12 @@ func (e *eventLoop) run(ctx context.Context, yield func(*Event, error) bool) {
 			if drained {
 				return
 			}
+			if m.Msg == nil {
+				if err := e.r.replaceStalled(ctx); err != nil {
+					yield(nil, err)
+					return
+				}
+			}
 		}
 	}
 }

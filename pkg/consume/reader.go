@@ -40,6 +40,10 @@ type reader struct {
 	// lastSeq is the stream sequence of the last message delivered, acked
 	// that of the last one acknowledged (durable consumers).
 	lastSeq, acked uint64
+	// lastMsgAt is when the last message was delivered, or the consumer
+	// created; stall overrides stallAfter (tests).
+	lastMsgAt time.Time
+	stall     time.Duration
 }
 
 func (r *reader) durable() bool { return r.cfg.Durable != "" }
@@ -57,7 +61,7 @@ func (r *reader) open(ctx context.Context) error {
 		return fmt.Errorf("consume: %w", err)
 	}
 	r.str, r.cons = s, cons
-	r.from = cons.CachedInfo().Delivered.Stream
+	r.from, r.lastMsgAt = cons.CachedInfo().Delivered.Stream, time.Now()
 	if r.it, err = r.cons.Messages(jetstream.WithMessagesErrOnMissingHeartbeat(true)); err != nil {
 		return fmt.Errorf("consume: pull from %s: %w", r.stream, err)
 	}
@@ -95,7 +99,7 @@ func (r *reader) next(ctx context.Context, wait time.Duration) (msg, error) {
 			if seq <= r.lastSeq && !r.durable() {
 				return msg{}, fmt.Errorf("consume: %s delivered seq %d after %d", r.stream, seq, r.lastSeq)
 			}
-			r.lastSeq = max(r.lastSeq, seq)
+			r.lastSeq, r.lastMsgAt = max(r.lastSeq, seq), time.Now()
 			return msg{Msg: m, meta: meta}, nil
 		}
 		if ctx.Err() != nil {
@@ -123,13 +127,55 @@ func (r *reader) next(ctx context.Context, wait time.Duration) (msg, error) {
 	}
 }
 
+// stallAfter is how long a reader waits in vain for a message the stream
+// holds before it takes its pull as lost. A pull the server serves sends
+// its batch at once: seen in hack/bench/fanout, a bootstrap's consumer
+// that had delivered 20,004 messages of a stream being written delivered
+// nothing more, until replaced.
+const stallAfter = 10 * time.Second
+
+// replaceStalled replaces the consumer when nothing came for stallAfter
+// although the stream holds messages of its filters after the last one
+// delivered (call it after next waited in vain, with drained false). A
+// pull the server dropped without a word is otherwise never noticed by a
+// reader waiting in short spells: nats.go watches a pull's heartbeats only
+// within one call of Next. Like a lost consumer, it is recreated where it
+// was, or errConsumerLost when it may not be.
+func (r *reader) replaceStalled(ctx context.Context) error {
+	quiet := time.Since(r.lastMsgAt)
+	if quiet < r.stallAfter() {
+		return nil
+	}
+	// What the server says of it tells a pull it dropped (no pull
+	// waiting) from one it holds without serving it.
+	kv := []any{"stream", r.stream, "quiet", quiet.Round(time.Second), "lastSeq", r.lastSeq}
+	if info, err := r.cons.Info(ctx); err == nil {
+		kv = append(kv, "consumer", info.Name, "pending", info.NumPending, "waitingPulls", info.NumWaiting, "deliveredSeq", info.Delivered.Stream)
+	}
+	klog.FromContext(ctx).Info("No message delivered although the stream holds more; replacing the consumer", kv...)
+	if !r.resume && !r.durable() {
+		return fmt.Errorf("%w: no message for %v", errConsumerLost, quiet.Round(time.Second))
+	}
+	r.cons.Delete(ctx)
+	return r.recreate(ctx)
+}
+
+func (r *reader) stallAfter() time.Duration {
+	if r.stall > 0 {
+		return r.stall
+	}
+	return stallAfter
+}
+
 // recreate replaces a lost consumer by one that goes on where it was.
 func (r *reader) recreate(ctx context.Context) error {
-	from := r.lastSeq
+	// Before anything was delivered, from where the lost one started: a
+	// DeliverNew consumer created again would skip what was stored since.
+	from := max(r.lastSeq, r.from)
 	if r.durable() {
 		from = r.acked
 	}
-	if from > 0 {
+	if from > 0 || r.cfg.DeliverPolicy == jetstream.DeliverNewPolicy {
 		r.cfg.DeliverPolicy, r.cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from+1
 	}
 	klog.FromContext(ctx).Info("Consumer lost; creating it again", "stream", r.stream, "fromSeq", from+1, "durable", r.cfg.Durable)

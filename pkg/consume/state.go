@@ -199,12 +199,8 @@ func (s *State) bootstrapAndFollow(ctx context.Context) error {
 			return err
 		}
 		if m.Msg == nil {
-			// Nothing came: what was pending may have been removed
-			// (expired, rolled up) before it was delivered.
-			if caught, err := r.caughtUp(ctx); err != nil {
+			if err := s.idle(ctx, r); err != nil {
 				return err
-			} else if caught {
-				s.sync(r)
 			}
 			continue
 		}
@@ -215,6 +211,26 @@ func (s *State) bootstrapAndFollow(ctx context.Context) error {
 			s.sync(r)
 		}
 	}
+}
+
+// idle is the bootstrap's turn after a wait in vain: it has synced when
+// nothing more is pending. The consumer's pending count may stay above
+// zero (a message counted may be removed, expired or rolled up, before it
+// is delivered), so the stream is asked too; and a consumer that delivers
+// nothing although the stream holds more is replaced.
+func (s *State) idle(ctx context.Context, r *reader) error {
+	caught, err := r.caughtUp(ctx)
+	if err == nil && !caught {
+		caught, err = r.drained(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	if caught {
+		s.sync(r)
+		return nil
+	}
+	return r.replaceStalled(ctx)
 }
 
 // apply decodes and applies one message, unless the bootstrap plan skips
