@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -48,6 +50,8 @@ const (
 
 type childFlags struct {
 	source, kubeconfig, natsURL, marker string
+	// heapProfile is where to write the heap profile as the child ends.
+	heapProfile string
 }
 
 func child(args []string) error {
@@ -60,6 +64,7 @@ func child(args []string) error {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (informer)")
 	fs.StringVar(&f.natsURL, "nats", "", "URL of the NATS server (stream)")
 	fs.StringVar(&f.marker, "marker", "", "the setup's token in the marker ConfigMap")
+	fs.StringVar(&f.heapProfile, "heapprofile", "", "write the heap profile here, after a GC, as the child ends")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -85,7 +90,28 @@ func child(args []string) error {
 	if err := out.emit(childEvent{Event: "synced", Secs: time.Since(start).Seconds(), Objects: len(inf.GetStore().ListKeys())}); err != nil {
 		return err
 	}
-	return answer(inf.GetStore(), out)
+	if err := answer(inf.GetStore(), out); err != nil {
+		return err
+	}
+	return writeHeapProfile(f.heapProfile)
+}
+
+// writeHeapProfile writes the heap profile to path, after a GC so that it
+// shows what is live; nothing when path is "".
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	runtime.GC()
+	file, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(file); err != nil {
+		_ = file.Close()
+		return err
+	}
+	return file.Close()
 }
 
 // newInformer is the consumer's informer of the benchmark namespace's

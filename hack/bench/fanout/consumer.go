@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
@@ -31,7 +33,12 @@ type consumer struct {
 // startConsumer starts a consumer child of source for the setup whose
 // marker token is marker.
 func (b *bench) startConsumer(name, source, marker string) (*consumer, error) {
-	cmd := exec.Command(b.self, "child", source, "-kubeconfig", b.env.KubeconfigPath(), "-nats", b.nats.ClientURL, "-marker", marker)
+	args := []string{"child", source, "-kubeconfig", b.env.KubeconfigPath(), "-nats", b.nats.ClientURL, "-marker", marker}
+	if b.o.heapProfiles != "" {
+		file := marker + "-" + strings.ReplaceAll(name, " ", "-") + "-" + source + ".pprof"
+		args = append(args, "-heapprofile", filepath.Join(b.o.heapProfiles, file))
+	}
+	cmd := exec.Command(b.self, args...)
 	cmd.Stderr, cmd.SysProcAttr = os.Stderr, childAttr()
 	stdin, stdout, err := benchkit.StartPiped(cmd)
 	if err != nil {

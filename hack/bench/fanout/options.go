@@ -33,6 +33,9 @@ type options struct {
 	// what the API server lists after the churn.
 	syncTimeout, convergeTimeout time.Duration
 	bridgeBin, natsBin           string
+	// heapProfiles is -heapprofile: where each consumer writes its heap
+	// profile as it ends ("" for none).
+	heapProfiles string
 }
 
 func parseOptions(args []string) (options, error) {
@@ -52,6 +55,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.convergeTimeout, "converge-timeout", 5*time.Minute, "longest wait, after the churn, for every consumer to hold what the API server lists")
 	fs.StringVar(&o.bridgeBin, "bridge", "", "bridge binary (default: build ./cmd/bridge)")
 	fs.StringVar(&o.natsBin, "nats-server", "", "nats-server binary (default: build the module's)")
+	fs.StringVar(&o.heapProfiles, "heapprofile", "", "a directory where every consumer writes <setup>-<consumer>.pprof, its heap after a GC as it ends, for `go tool pprof -sample_index=inuse_space`")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
