@@ -52,6 +52,8 @@ type childFlags struct {
 	source, kubeconfig, natsURL, marker string
 	// heapProfile is where to write the heap profile as the child ends.
 	heapProfile string
+	// bootstrap is how a stream consumer bootstraps (-bootstrap).
+	bootstrap string
 }
 
 func child(args []string) error {
@@ -64,6 +66,7 @@ func child(args []string) error {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (informer)")
 	fs.StringVar(&f.natsURL, "nats", "", "URL of the NATS server (stream)")
 	fs.StringVar(&f.marker, "marker", "", "the setup's token in the marker ConfigMap")
+	fs.StringVar(&f.bootstrap, "bootstrap", "last-per-subject", "how a stream consumer bootstraps: last-per-subject or full-replay")
 	fs.StringVar(&f.heapProfile, "heapprofile", "", "write the heap profile here, after a GC, as the child ends")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -141,8 +144,13 @@ func newInformer(f childFlags) (cache.SharedIndexInformer, func(), error) {
 			closeConn()
 			return nil, nil, err
 		}
+		mode, err := bootstrapMode(f.bootstrap)
+		if err != nil {
+			closeConn()
+			return nil, nil, err
+		}
 		inf, err := client.NewSharedIndexInformer(consume.Filter{Resource: "configmaps", Namespace: benchNamespace}, &corev1.ConfigMap{}, 0,
-			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, consume.Bootstrap(mode))
 		if err != nil {
 			closeConn()
 			return nil, nil, err

@@ -33,7 +33,7 @@ type consumer struct {
 // startConsumer starts a consumer child of source for the setup whose
 // marker token is marker.
 func (b *bench) startConsumer(name, source, marker string) (*consumer, error) {
-	args := []string{"child", source, "-kubeconfig", b.env.KubeconfigPath(), "-nats", b.nats.ClientURL, "-marker", marker}
+	args := []string{"child", source, "-kubeconfig", b.env.KubeconfigPath(), "-nats", b.nats.ClientURL, "-marker", marker, "-bootstrap", b.o.bootstrap}
 	if b.o.heapProfiles != "" {
 		file := marker + "-" + strings.ReplaceAll(name, " ", "-") + "-" + source + ".pprof"
 		args = append(args, "-heapprofile", filepath.Join(b.o.heapProfiles, file))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
+	"github.com/kubebridge/kubebridge/pkg/consume"
 )
 
 type options struct {
@@ -36,6 +37,8 @@ type options struct {
 	// heapProfiles is -heapprofile: where each consumer writes its heap
 	// profile as it ends ("" for none).
 	heapProfiles string
+	// bootstrap is -bootstrap: how a stream consumer bootstraps.
+	bootstrap string
 }
 
 func parseOptions(args []string) (options, error) {
@@ -55,8 +58,12 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.convergeTimeout, "converge-timeout", 5*time.Minute, "longest wait, after the churn, for every consumer to hold what the API server lists")
 	fs.StringVar(&o.bridgeBin, "bridge", "", "bridge binary (default: build ./cmd/bridge)")
 	fs.StringVar(&o.natsBin, "nats-server", "", "nats-server binary (default: build the module's)")
+	fs.StringVar(&o.bootstrap, "bootstrap", "last-per-subject", "how a stream consumer bootstraps: last-per-subject (pkg/consume's default) or full-replay")
 	fs.StringVar(&o.heapProfiles, "heapprofile", "", "a directory where every consumer writes <setup>-<consumer>.pprof, its heap after a GC as it ends, for `go tool pprof -sample_index=inuse_space`")
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if _, err := bootstrapMode(o.bootstrap); err != nil {
 		return o, err
 	}
 	var err error
@@ -91,4 +98,15 @@ func parseConsumers(s string) ([]int, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// bootstrapMode reads -bootstrap.
+func bootstrapMode(s string) (consume.BootstrapMode, error) {
+	switch s {
+	case "last-per-subject":
+		return consume.LastPerSubject, nil
+	case "full-replay":
+		return consume.FullReplay, nil
+	}
+	return 0, fmt.Errorf("-bootstrap %q: want last-per-subject or full-replay", s)
 }
