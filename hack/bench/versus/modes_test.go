@@ -111,11 +111,11 @@ func TestSelectModes(t *testing.T) {
 // the mode's name where it does not.
 func TestEverySuffixOnEveryMode(t *testing.T) {
 	exe := versusBinary(t)
-	bridges := []string{"bridge-typed", "bridge-dynamic", "bridge-shard"}
+	bridges := []string{"bridge-typed", "bridge-dynamic", "bridge-shard", "bridge-crd"}
 	shards := []string{"typed-shard", "bridge-shard"}
 	all := strings.Split(modeNames(), ",")
-	if len(all) != 11 {
-		t.Fatalf("modes %v: this test knows 11", all)
+	if len(all) != 13 {
+		t.Fatalf("modes %v: this test knows 13", all)
 	}
 	for _, name := range all {
 		bridge, sharded := slices.Contains(bridges, name), slices.Contains(shards, name)
@@ -174,7 +174,7 @@ func TestSelectModesDefaultsToEveryMode(t *testing.T) {
 	for _, m := range got {
 		ids, labels = append(ids, m.id()), append(labels, m.label)
 	}
-	want := "baseline,typed,typed-transform,dynamic,dynamic-transform,typed-shard@0/1,publish-raw,publish-raw-items,bridge-typed,bridge-dynamic,bridge-shard@0/1"
+	want := "baseline,typed,typed-transform,dynamic,dynamic-transform,typed-shard@0/1,publish-raw,publish-raw-items,bridge-typed,bridge-dynamic,bridge-shard@0/1,dynamic-crd,bridge-crd"
 	if strings.Join(ids, ",") != want {
 		t.Errorf("ids %s, want %s", strings.Join(ids, ","), want)
 	}

@@ -196,7 +196,7 @@ func (b *bench) measureChurn(ctx context.Context, p *childProcess, seq int, out 
 	// (gzip or not).
 	apiPID := b.env.APIServerPID()
 	apiStart, apiErr := benchkit.ProcessCPUSeconds(apiPID)
-	load, err := b.runChurn(ctx, seq)
+	load, err := b.runChurn(ctx, m.kind.objectKind(), seq)
 	out.load = &load
 	if err != nil {
 		return err
