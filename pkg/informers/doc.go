@@ -3,8 +3,7 @@
 // configured resource type (typed for built-ins, dynamic for custom
 // resources, whose objects are cached as Compact: their JSON and the
 // metadata the bridge reads), trims objects before they enter the cache,
-// and turns handler
-// callbacks and indexer listings into Change values.
+// and turns handler callbacks and indexer listings into Change values.
 //
 // Objects handed out in a Change belong to the informer cache: consumers
 // must treat them as read-only.
