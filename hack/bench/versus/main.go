@@ -56,6 +56,12 @@
 //	go run ./hack/bench/versus -objects 20000 -modes bridge-typed,bridge-crd,bridge-typed,bridge-crd,bridge-typed,bridge-crd \
 //		-churn 3000 -churn-mix create,update,delete -churn-rate 100
 //
+// With -cbor-server the apiserver serves CBOR (its CBORServingAndStorage
+// gate, KEP-4222), and a mode+cbor child sets client-go's
+// ClientsAllowCBOR and ClientsPreferCBOR gates (KUBE_FEATURE_*): its
+// dynamic client, so the bridge's custom resources, then use CBOR on the
+// wire (-modes bridge-crd,bridge-crd+cbor).
+//
 // The start-up snapshot's floor: publish-raw caches the objects as the
 // bridge does, then publishes each, marshalled by encoding/json, with
 // nats.go alone, and times it; publish-raw-items does the same with the
@@ -118,6 +124,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -254,8 +261,15 @@ func startEnv(ctx context.Context, o options) (*testenv.Env, error) {
 	if o.maxPayload > 0 {
 		opts.NATS = func(so *server.Options) { so.MaxPayload = int32(o.maxPayload) }
 	}
+	var gates []string
 	if o.gate {
-		opts.APIServerFlags = append(opts.APIServerFlags, "--feature-gates=ShardedListAndWatch=true")
+		gates = append(gates, "ShardedListAndWatch=true")
+	}
+	if o.cborServer {
+		gates = append(gates, "CBORServingAndStorage=true")
+	}
+	if len(gates) > 0 {
+		opts.APIServerFlags = append(opts.APIServerFlags, "--feature-gates="+strings.Join(gates, ","))
 	}
 	start := time.Now()
 	env, err := testenv.Start(ctx, opts)

@@ -166,6 +166,10 @@ type mode struct {
 	// (mode+exe=PATH): another build, say one of an earlier commit, so
 	// that two builds of the bridge alternate in one invocation.
 	exe string
+	// cbor sets client-go's ClientsAllowCBOR and ClientsPreferCBOR gates
+	// in the child (mode+cbor): its dynamic client asks for CBOR, which
+	// the apiserver serves with -cbor-server.
+	cbor bool
 }
 
 // id names a mode run: its name and its suffixes, in the suffix table's

@@ -19,7 +19,7 @@ func versusBinary(t *testing.T) string {
 	return path
 }
 
-const knownSuffixList = "(known: +nogzip, +gzip, +gogc=N, +procs=N, +linger=D, +config=PATH, +exe=PATH)"
+const knownSuffixList = "(known: +nogzip, +gzip, +gogc=N, +procs=N, +linger=D, +config=PATH, +cbor, +exe=PATH)"
 
 // The -modes strings of earlier runs keep their ids (which name streams
 // and profiles) and labels (which name the report's rows), and what was
@@ -130,6 +130,7 @@ func TestEverySuffixOnEveryMode(t *testing.T) {
 			{modes: head + "+nogzip", id: head + "+nogzip"},
 			{modes: head + "+gogc=50", id: head + "+gogc=50"},
 			{modes: head + "+procs=2", id: head + "+procs=2"},
+			{modes: head + "+cbor", id: head + "+cbor"},
 			{modes: head + "+exe=" + exe, id: head + "+exe=versus-old"},
 			{modes: head + "+gzip", id: head + "+gzip", errMsg: map[bool]string{false: refused("+gzip (an informer asks for gzip unless +nogzip)")}[bridge]},
 			{modes: head + "+linger=5ms", id: head + "+linger=5ms", errMsg: map[bool]string{false: refused("+linger")}[bridge]},
