@@ -2,6 +2,7 @@ package informers
 
 import (
 	"bytes"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,11 +32,21 @@ var _ runtime.Object = (*Compact)(nil)
 // NewCompact is u's compact form: u's JSON as encoding it writes it, and
 // its metadata.
 func NewCompact(u *unstructured.Unstructured) (*Compact, error) {
-	raw, err := u.MarshalJSON()
-	if err != nil {
+	var buf bytes.Buffer
+	return newCompact(u, &buf)
+}
+
+// newCompact is NewCompact encoding in buf, which it resets: the JSON
+// kept is a copy of exactly its length, where an encoder's buffer would
+// keep up to twice as much for each cached object.
+func newCompact(u *unstructured.Unstructured, buf *bytes.Buffer) (*Compact, error) {
+	buf.Reset()
+	if err := unstructured.UnstructuredJSONScheme.Encode(u, buf); err != nil {
 		return nil, err
 	}
-	c := &Compact{raw: bytes.TrimSuffix(raw, []byte("\n"))}
+	encoded := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	c := &Compact{raw: make([]byte, len(encoded))}
+	copy(c.raw, encoded)
 	c.APIVersion, c.Kind = u.GetAPIVersion(), u.GetKind()
 	c.Name, c.Namespace, c.UID = u.GetName(), u.GetNamespace(), u.GetUID()
 	c.ResourceVersion, c.Generation = u.GetResourceVersion(), u.GetGeneration()
@@ -74,6 +85,9 @@ func (c *Compact) DeepCopyObject() runtime.Object {
 // what is cached. Tombstones carry objects already cached, so already
 // compact.
 func compacting(transform cache.TransformFunc) cache.TransformFunc {
+	// The encoders' buffers, reused: the informer's objects are encoded
+	// one after another.
+	buffers := sync.Pool{New: func() any { return new(bytes.Buffer) }}
 	return func(obj any) (any, error) {
 		if transform != nil {
 			var err error
@@ -85,6 +99,8 @@ func compacting(transform cache.TransformFunc) cache.TransformFunc {
 		if !ok {
 			return obj, nil
 		}
-		return NewCompact(u)
+		buf := buffers.Get().(*bytes.Buffer)
+		defer buffers.Put(buf)
+		return newCompact(u, buf)
 	}
 }

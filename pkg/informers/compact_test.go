@@ -54,6 +54,9 @@ func TestCompactingTransformTrimsThenCompacts(t *testing.T) {
 	if !bytes.Equal(append(c.RawJSON(), '\n'), wantJSON) {
 		t.Errorf("JSON\n%s\nwant\n%s", c.RawJSON(), wantJSON)
 	}
+	if raw := c.RawJSON(); cap(raw) != len(raw) {
+		t.Errorf("the cached JSON keeps %d bytes for %d", cap(raw), len(raw))
+	}
 	if strings.Contains(string(c.RawJSON()), "managedFields") || strings.Contains(string(c.RawJSON()), LastAppliedAnnotation) {
 		t.Errorf("JSON not trimmed: %s", c.RawJSON())
 	}
