@@ -44,7 +44,7 @@ func writeObject(buf *bytes.Buffer, obj runtime.Object, apiVersion, kind string,
 		if r, ok := obj.(rawJSON); ok {
 			// A dynamic informer's compact object holds the JSON that
 			// encoding/json would write for it: copied, not scanned again.
-			buf.Write(r.RawJSON())
+			buf.WriteString(r.RawJSON())
 			return nil
 		}
 		return appendJSON(buf, obj)
@@ -79,7 +79,7 @@ func writeObject(buf *bytes.Buffer, obj runtime.Object, apiVersion, kind string,
 // rawJSON is an object that holds its own JSON, with its apiVersion and
 // kind (informers.Compact).
 type rawJSON interface {
-	RawJSON() []byte
+	RawJSON() string
 }
 
 // appendJSON appends v's JSON as encoding/json writes it with HTML

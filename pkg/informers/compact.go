@@ -2,11 +2,13 @@ package informers
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -19,12 +21,11 @@ import (
 // Its metadata has the name, namespace, uid, resourceVersion, generation,
 // creation and deletion timestamps, labels and owner references; the
 // other fields (annotations, finalizers) are in the JSON only, which
-// Unstructured decodes. Like every cached object it is read-only: its
-// JSON is shared by its copies.
+// Unstructured decodes. Like every cached object it is read-only.
 type Compact struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	raw []byte
+	raw string
 }
 
 var _ runtime.Object = (*Compact)(nil)
@@ -36,38 +37,63 @@ func NewCompact(u *unstructured.Unstructured) (*Compact, error) {
 	return newCompact(u, &buf)
 }
 
-// newCompact is NewCompact encoding in buf, which it resets: the JSON
-// kept is a copy of exactly its length, where an encoder's buffer would
-// keep up to twice as much for each cached object.
+// newCompact is NewCompact encoding in buf, which it resets. The JSON and
+// the metadata's strings are kept in one allocation of exactly their
+// length: an encoder's buffer would keep up to twice as much, and the
+// small strings of the decoded object, left alive among the object's
+// garbage, would keep most of its memory from being reused.
 func newCompact(u *unstructured.Unstructured, buf *bytes.Buffer) (*Compact, error) {
 	buf.Reset()
 	if err := unstructured.UnstructuredJSONScheme.Encode(u, buf); err != nil {
 		return nil, err
 	}
 	encoded := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	c := &Compact{raw: make([]byte, len(encoded))}
-	copy(c.raw, encoded)
-	c.APIVersion, c.Kind = u.GetAPIVersion(), u.GetKind()
-	c.Name, c.Namespace, c.UID = u.GetName(), u.GetNamespace(), u.GetUID()
-	c.ResourceVersion, c.Generation = u.GetResourceVersion(), u.GetGeneration()
+	labels := u.GetLabels()
+	strs := []string{u.GetAPIVersion(), u.GetKind(), u.GetName(), u.GetNamespace(), string(u.GetUID()), u.GetResourceVersion()}
+	for k, v := range labels {
+		strs = append(strs, k, v)
+	}
+	n := len(encoded)
+	for _, s := range strs {
+		n += len(s)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.Write(encoded)
+	for _, s := range strs {
+		b.WriteString(s)
+	}
+	block, at := b.String(), len(encoded)
+	// Each string again, as a part of block.
+	for i, s := range strs {
+		strs[i], at = block[at:at+len(s)], at+len(s)
+	}
+	c := &Compact{raw: block[:len(encoded)]}
+	c.APIVersion, c.Kind, c.Name, c.Namespace, c.UID, c.ResourceVersion = strs[0], strs[1], strs[2], strs[3], types.UID(strs[4]), strs[5]
+	if labels != nil {
+		c.Labels = make(map[string]string, len(labels))
+		for i := 6; i+1 < len(strs); i += 2 {
+			c.Labels[strs[i]] = strs[i+1]
+		}
+	}
+	c.Generation = u.GetGeneration()
 	c.CreationTimestamp, c.DeletionTimestamp = u.GetCreationTimestamp(), u.GetDeletionTimestamp()
-	c.Labels, c.OwnerReferences = u.GetLabels(), u.GetOwnerReferences()
+	c.OwnerReferences = u.GetOwnerReferences()
 	return c, nil
 }
 
-// RawJSON is the object's JSON, with its apiVersion and kind. It belongs
-// to the object: callers must not change it.
-func (c *Compact) RawJSON() []byte { return c.raw }
+// RawJSON is the object's JSON, with its apiVersion and kind.
+func (c *Compact) RawJSON() string { return c.raw }
 
 // MarshalJSON returns the object's JSON, so that encoding/json writes a
 // Compact as the object it stands for.
-func (c *Compact) MarshalJSON() ([]byte, error) { return c.raw, nil }
+func (c *Compact) MarshalJSON() ([]byte, error) { return []byte(c.raw), nil }
 
 // Unstructured decodes the object's JSON into a new Unstructured, the
 // caller's own.
 func (c *Compact) Unstructured() (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(c.raw); err != nil {
+	if err := u.UnmarshalJSON([]byte(c.raw)); err != nil {
 		return nil, err
 	}
 	return u, nil
