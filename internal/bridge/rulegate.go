@@ -63,7 +63,7 @@ func newRuleGate(res *informers.Resource, r *rules.Rules, next intakeQueue, m me
 func (g *ruleGate) Add(c informers.Change) {
 	switch c.Verb {
 	case informers.Added, informers.Deleted:
-		if g.matches(c.Object) {
+		if g.matches(c.Object, content(c.Object)) {
 			g.next.Add(c)
 			return
 		}
@@ -78,10 +78,12 @@ func (g *ruleGate) Add(c informers.Change) {
 }
 
 func (g *ruleGate) update(c informers.Change) {
-	in, was := g.matches(c.Object), g.matches(c.OldObject)
+	// Each object's content is read once: a compact object's is decoded.
+	obj, old := content(c.Object), content(c.OldObject)
+	in, was := g.matches(c.Object, obj), g.matches(c.OldObject, old)
 	switch {
 	case in && was:
-		g.inScopeUpdate(c)
+		g.inScopeUpdate(c, obj, old)
 	case in:
 		c.Verb, c.OldObject = informers.Added, nil
 		g.next.Add(c)
@@ -95,8 +97,7 @@ func (g *ruleGate) update(c informers.Change) {
 	}
 }
 
-func (g *ruleGate) inScopeUpdate(c informers.Change) {
-	obj, old := content(c.Object), content(c.OldObject)
+func (g *ruleGate) inScopeUpdate(c informers.Change, obj, old map[string]any) {
 	if obj == nil || old == nil {
 		g.next.Add(c)
 		return
@@ -118,9 +119,9 @@ func (g *ruleGate) inScopeUpdate(c informers.Change) {
 	g.next.Withhold(c)
 }
 
-// matches evaluates match on obj; an object it cannot read is in scope.
-func (g *ruleGate) matches(obj runtime.Object) bool {
-	u := content(obj)
+// matches evaluates match on obj, whose content is u; an object it
+// cannot read is in scope.
+func (g *ruleGate) matches(obj runtime.Object, u map[string]any) bool {
 	if u == nil {
 		return true
 	}
@@ -147,9 +148,17 @@ func (g *ruleGate) failed(rule string, obj runtime.Object, err error) {
 }
 
 // content is obj's unstructured content: what ruleTransform caches for a
-// type with rules. Nil for anything else.
+// type with rules, or, for a dynamic informer's type, the content its
+// compact object decodes to (the caller's own). Nil for anything else.
 func content(obj runtime.Object) map[string]any {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return o.Object
+	case *informers.Compact:
+		u, err := o.Unstructured()
+		if err != nil {
+			return nil
+		}
 		return u.Object
 	}
 	return nil
@@ -200,7 +209,7 @@ type matchingCache struct {
 // Get returns the cached object under key if it is in scope.
 func (c matchingCache) Get(key string) (runtime.Object, bool) {
 	obj, ok := c.syncedCache.Get(key)
-	if !ok || !c.gate.matches(obj) {
+	if !ok || !c.gate.matches(obj, content(obj)) {
 		return nil, false
 	}
 	return obj, true

@@ -56,57 +56,82 @@ func ruleCM(t *testing.T, name, rv, tier, data string) runtime.Object {
 
 const frontendOnly = "object.metadata.labels['tier'] == 'frontend'"
 
+// cacheForms are the forms a type's objects are cached in with rules: the
+// Unstructured ruleTransform makes, and, for a dynamic informer's type,
+// the compact form made of it, which the gate decodes.
+func cacheForms(t *testing.T) map[string]func(runtime.Object) runtime.Object {
+	return map[string]func(runtime.Object) runtime.Object{
+		"unstructured": func(o runtime.Object) runtime.Object { return o },
+		"compact": func(o runtime.Object) runtime.Object {
+			c, err := informers.NewCompact(o.(*unstructured.Unstructured))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		},
+	}
+}
+
 // Membership: an update that leaves match is a delete of the object as it
 // is now, one that enters it an add; changes wholly outside are counted
 // and dropped; adds and deletes pass only in scope.
 func TestRuleGateMembership(t *testing.T) {
-	g, q, _, m := newTestRuleGate(t, rules.Spec{Match: frontendOnly, OldObject: true})
-	in1, out2 := ruleCM(t, "a", "1", "frontend", "x"), ruleCM(t, "a", "2", "backend", "x")
-	in3 := ruleCM(t, "a", "3", "frontend", "x")
-	g.Add(informers.Change{Verb: informers.Added, Resource: configMaps, Object: in1})
-	g.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: out2, OldObject: in1})
-	g.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: ruleCM(t, "a", "2b", "backend", "y"), OldObject: out2})
-	g.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: in3, OldObject: out2})
-	g.Add(informers.Change{Verb: informers.Added, Resource: configMaps, Object: ruleCM(t, "b", "4", "backend", "x")})
-	g.Add(informers.Change{Verb: informers.Deleted, Resource: configMaps, Object: ruleCM(t, "b", "5", "backend", "x")})
-	var got []string
-	for _, c := range q.added {
-		got = append(got, string(c.Verb)+" "+resourceVersion(c.Object)+" old="+resourceVersion(c.OldObject))
-	}
-	want := []string{"added 1 old=", "deleted 2 old=", "added 3 old="}
-	if strings.Join(got, "; ") != strings.Join(want, "; ") {
-		t.Errorf("handed on %q; want %q", got, want)
-	}
-	if n := testutil.ToFloat64(m.OutOfScope.WithLabelValues(configMaps.String())); n != 3 {
-		t.Errorf("kubebridge_changes_out_of_scope_total %v; want 3", n)
+	for form, cached := range cacheForms(t) {
+		t.Run(form, func(t *testing.T) {
+			g, q, _, m := newTestRuleGate(t, rules.Spec{Match: frontendOnly, OldObject: true})
+			cm := func(name, rv, tier, data string) runtime.Object { return cached(ruleCM(t, name, rv, tier, data)) }
+			in1, out2 := cm("a", "1", "frontend", "x"), cm("a", "2", "backend", "x")
+			in3 := cm("a", "3", "frontend", "x")
+			g.Add(informers.Change{Verb: informers.Added, Resource: configMaps, Object: in1})
+			g.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: out2, OldObject: in1})
+			g.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: cm("a", "2b", "backend", "y"), OldObject: out2})
+			g.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: in3, OldObject: out2})
+			g.Add(informers.Change{Verb: informers.Added, Resource: configMaps, Object: cm("b", "4", "backend", "x")})
+			g.Add(informers.Change{Verb: informers.Deleted, Resource: configMaps, Object: cm("b", "5", "backend", "x")})
+			var got []string
+			for _, c := range q.added {
+				got = append(got, string(c.Verb)+" "+resourceVersion(c.Object)+" old="+resourceVersion(c.OldObject))
+			}
+			want := []string{"added 1 old=", "deleted 2 old=", "added 3 old="}
+			if strings.Join(got, "; ") != strings.Join(want, "; ") {
+				t.Errorf("handed on %q; want %q", got, want)
+			}
+			if n := testutil.ToFloat64(m.OutOfScope.WithLabelValues(configMaps.String())); n != 3 {
+				t.Errorf("kubebridge_changes_out_of_scope_total %v; want 3", n)
+			}
+		})
 	}
 }
 
 // An update that changed only ignored fields and the resourceVersion, or
 // that when holds back, is withheld; any other is added.
 func TestRuleGateWithholds(t *testing.T) {
-	g, q, _, m := newTestRuleGate(t, rules.Spec{IgnoreFields: [][]string{{"metadata", "labels"}}, When: "object.data != oldObject.data", OldObject: true})
-	project := func(o runtime.Object) runtime.Object {
-		g.rules.Project(o.(*unstructured.Unstructured).Object)
-		return o
-	}
-	v1, v2 := project(ruleCM(t, "a", "1", "frontend", "x")), project(ruleCM(t, "a", "2", "backend", "x"))
-	g.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: v2, OldObject: v1})
-	v3 := project(ruleCM(t, "a", "3", "backend", "y"))
-	g.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: v3, OldObject: v2})
-	v4 := ruleCM(t, "a", "4", "backend", "y")
-	v4.(*unstructured.Unstructured).SetAnnotations(map[string]string{"note": "n"})
-	g.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: v4, OldObject: v3})
-	if len(q.added) != 1 || resourceVersion(q.added[0].Object) != "3" {
-		t.Errorf("added %d changes; want the data change to rv 3 alone", len(q.added))
-	}
-	if len(q.withheld) != 2 {
-		t.Fatalf("withheld %d changes; want 2", len(q.withheld))
-	}
-	for reason, want := range map[string]float64{"unchanged": 1, "when": 1} {
-		if n := testutil.ToFloat64(m.Withheld.WithLabelValues(configMaps.String(), reason)); n != want {
-			t.Errorf("kubebridge_changes_withheld_total{reason=%q} %v; want %v", reason, n, want)
-		}
+	for form, cached := range cacheForms(t) {
+		t.Run(form, func(t *testing.T) {
+			g, q, _, m := newTestRuleGate(t, rules.Spec{IgnoreFields: [][]string{{"metadata", "labels"}}, When: "object.data != oldObject.data", OldObject: true})
+			project := func(o runtime.Object) runtime.Object {
+				g.rules.Project(o.(*unstructured.Unstructured).Object)
+				return cached(o)
+			}
+			v1, v2 := project(ruleCM(t, "a", "1", "frontend", "x")), project(ruleCM(t, "a", "2", "backend", "x"))
+			g.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: v2, OldObject: v1})
+			v3 := project(ruleCM(t, "a", "3", "backend", "y"))
+			g.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: v3, OldObject: v2})
+			v4 := ruleCM(t, "a", "4", "backend", "y")
+			v4.(*unstructured.Unstructured).SetAnnotations(map[string]string{"note": "n"})
+			g.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: cached(v4), OldObject: v3})
+			if len(q.added) != 1 || resourceVersion(q.added[0].Object) != "3" {
+				t.Errorf("added %d changes; want the data change to rv 3 alone", len(q.added))
+			}
+			if len(q.withheld) != 2 {
+				t.Fatalf("withheld %d changes; want 2", len(q.withheld))
+			}
+			for reason, want := range map[string]float64{"unchanged": 1, "when": 1} {
+				if n := testutil.ToFloat64(m.Withheld.WithLabelValues(configMaps.String(), reason)); n != want {
+					t.Errorf("kubebridge_changes_withheld_total{reason=%q} %v; want %v", reason, n, want)
+				}
+			}
+		})
 	}
 }
 

@@ -41,6 +41,12 @@ func writeObject(buf *bytes.Buffer, obj runtime.Object, apiVersion, kind string,
 		}})
 	}
 	if !obj.GetObjectKind().GroupVersionKind().Empty() {
+		if r, ok := obj.(rawJSON); ok {
+			// A dynamic informer's compact object holds the JSON that
+			// encoding/json would write for it: copied, not scanned again.
+			buf.WriteString(r.RawJSON())
+			return nil
+		}
 		return appendJSON(buf, obj)
 	}
 	start := buf.Len()
@@ -68,6 +74,12 @@ func writeObject(buf *bytes.Buffer, obj runtime.Object, apiVersion, kind string,
 	n := copy(b[cut:], b[from:])
 	buf.Truncate(cut + n)
 	return nil
+}
+
+// rawJSON is an object that holds its own JSON, with its apiVersion and
+// kind (informers.Compact).
+type rawJSON interface {
+	RawJSON() string
 }
 
 // appendJSON appends v's JSON as encoding/json writes it with HTML

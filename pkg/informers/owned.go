@@ -159,6 +159,9 @@ func ownedInformer(owns Owns, selector *ShardSelector, filtered func(bool), fore
 			return nil, nil, false, err
 		}
 		inf := cache.NewSharedIndexInformer(ownedListWatch{lw: lw, owns: owns, selector: selector, filtered: filtered, foreign: foreign, probe: &sync.Once{}}, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		if !typed {
+			transform = compacting(transform)
+		}
 		if transform != nil {
 			if err := inf.SetTransform(transform); err != nil {
 				return nil, nil, false, fmt.Errorf("%s: set transform: %w", res, err)
@@ -223,10 +226,9 @@ func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.L
 	}
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(clients.Dynamic, 0, ns, tweak)
 	inf := f.ForResource(res.GVR).Informer()
-	if transform != nil {
-		if err := inf.SetTransform(transform); err != nil {
-			return nil, nil, false, fmt.Errorf("%s: set transform: %w", res, err)
-		}
+	// The cache holds Compact objects, not Unstructured ones.
+	if err := inf.SetTransform(compacting(transform)); err != nil {
+		return nil, nil, false, fmt.Errorf("%s: set transform: %w", res, err)
 	}
 	return inf, f.Start, false, nil
 }

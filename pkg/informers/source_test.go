@@ -605,18 +605,22 @@ func TestSourceDynamicCustomResource(t *testing.T) {
 			if len(objs) != 1 {
 				t.Fatalf("List() = %v", objs)
 			}
-			u, ok := objs[0].(*unstructured.Unstructured)
+			c, ok := objs[0].(*Compact)
 			if !ok {
-				t.Fatalf("cached object is %T, want *unstructured.Unstructured", objs[0])
+				t.Fatalf("cached object is %T, want *Compact", objs[0])
 			}
-			if u.GetName() != "w1" || len(u.GetManagedFields()) != 0 {
+			u, err := c.Unstructured()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.GetName() != "w1" || u.GetName() != "w1" || len(u.GetManagedFields()) != 0 {
 				t.Errorf("cached widget %v (transform not applied on the dynamic path?)", u.Object)
 			}
 			if _, err := dyn.Resource(widgets.GVR).Namespace("a").Create(context.Background(), widget("a", name, "2"), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			got := q.waitFor(t, "added widget", hasChange(Added, "a/"+name))
-			if _, ok := got[0].Object.(*unstructured.Unstructured); !ok || len(got) != 1 {
+			if _, ok := got[0].Object.(*Compact); !ok || len(got) != 1 {
 				t.Errorf("changes = %s (%T)", describe(got), got[0].Object)
 			}
 		})

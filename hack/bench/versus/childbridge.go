@@ -158,13 +158,14 @@ func (b bridgeChild) env() (map[string]string, error) {
 	return env, nil
 }
 
-// resources is BRIDGE_RESOURCES: the ConfigMaps, and the Pods with -pods,
-// each with scope.
+// resources is BRIDGE_RESOURCES: the mode's objects (ConfigMaps, or
+// Widgets), and the Pods with -pods, each with scope.
 func (b bridgeChild) resources(scope string) string {
+	objects := b.kind.objectKind().resource()
 	if b.pods {
-		return "configmaps" + scope + "; pods" + scope
+		return objects + scope + "; pods" + scope
 	}
-	return "configmaps" + scope
+	return objects + scope
 }
 
 // benchCluster is the bridges' BRIDGE_CLUSTER_NAME.

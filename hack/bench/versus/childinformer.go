@@ -41,11 +41,11 @@ func (c *childRun) startTyped(ctx context.Context, st *cached) error {
 	return err
 }
 
-// startDynamic runs client-go's dynamic informer of the ConfigMaps, with
-// the transform if the row says so.
+// startDynamic runs client-go's dynamic informer of the mode's objects
+// (ConfigMaps, or Widgets), with the transform if the row says so.
 func (c *childRun) startDynamic(ctx context.Context, st *cached) error {
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.kube.Clients.Dynamic, 0, c.namespace, c.tweak)
-	inf := f.ForResource(configMaps).Informer()
+	inf := f.ForResource(c.kind.objectKind().gvr).Informer()
 	if c.kind.transform {
 		if err := inf.SetTransform(transform()); err != nil {
 			return err

@@ -95,14 +95,14 @@ type marker struct {
 	kind, name, rv string
 }
 
-// runChurn makes b.churn.mix's changes at b.churn.rate: creates of new
-// ConfigMaps of -size bytes, updates of the preloaded ones round robin,
+// runChurn makes b.churn.mix's changes at b.churn.rate to objects of kind
+// ok: creates of new objects of -size bytes, updates of the preloaded ones round robin,
 // each rewriting one of the four keys with new random data so the object
 // keeps its size, and deletes of the created ones; or the cluster mix's
 // changes, its markers last, once every other change is made. With an
 // outage configured, NATS is stopped during the churn. It returns once
 // every change is made and NATS is up again.
-func (b *bench) runChurn(ctx context.Context, seq int) (churnStats, error) {
+func (b *bench) runChurn(ctx context.Context, ok *objectKind, seq int) (churnStats, error) {
 	c := b.churn
 	st := churnStats{Changes: c.mix.total()}
 	ctx, cancel := context.WithCancel(ctx)
@@ -114,7 +114,7 @@ func (b *bench) runChurn(ctx context.Context, seq int) (churnStats, error) {
 		defer close(outageDone)
 		st.Outage, outageErr = b.outage(ctx)
 	}()
-	err := b.sendChanges(ctx, c.mix.total()-b.markers(), seq)
+	err := b.sendChanges(ctx, ok, c.mix.total()-b.markers(), seq)
 	if err == nil {
 		st.Markers, err = b.sendMarkers(ctx, seq)
 	}
@@ -154,12 +154,12 @@ func (b *bench) outage(ctx context.Context) (time.Duration, error) {
 	return d, err
 }
 
-// sendChanges makes changes 0 … n-1 at -churn-rate from -churn-workers
-// goroutines; the first error stops them.
-func (b *bench) sendChanges(ctx context.Context, n, seq int) error {
+// sendChanges makes changes 0 … n-1 to objects of kind ok at -churn-rate
+// from -churn-workers goroutines; the first error stops them.
+func (b *bench) sendChanges(ctx context.Context, ok *objectKind, n, seq int) error {
 	start := time.Now()
 	return benchkit.Paced(ctx, n, b.churn.rate, b.churn.workers, func(ctx context.Context, k int) error {
-		return b.change(ctx, k, seq)
+		return b.change(ctx, ok, k, seq)
 	}, func(sent int) {
 		if sent%100 == 0 {
 			fmt.Fprintf(os.Stderr, "churn: %d/%d changes sent in %v\n", sent, b.churn.mix.total(), time.Since(start).Round(time.Millisecond))
@@ -167,20 +167,20 @@ func (b *bench) sendChanges(ctx context.Context, n, seq int) error {
 	})
 }
 
-// change makes the churn's change k: a create, an update or a delete, in
-// that order.
-func (b *bench) change(ctx context.Context, k, seq int) error {
+// change makes the churn's change k to objects of kind ok: a create, an
+// update or a delete, in that order.
+func (b *bench) change(ctx context.Context, ok *objectKind, k, seq int) error {
 	kind, j := b.churn.mix.at(k)
 	switch kind {
 	case create:
-		return createOne(ctx, b.cs, b.namespaceOf(kind, j), churnObjectName(seq, j), uint64(seq)<<32|uint64(j), b.size)
+		return ok.create(ctx, b.clients, b.namespaceOf(kind, j), churnObjectName(seq, j), uint64(seq)<<32|uint64(j), b.size)
 	case update:
-		return b.updateOne(ctx, j, seq)
+		return b.updateOne(ctx, ok, j, seq)
 	case clusterChange:
 		_, err := b.clusterChange(ctx, j, seq)
 		return err
 	default:
-		return benchkit.DeleteConfigMap(ctx, b.cs, b.namespaceOf(kind, j), churnObjectName(seq, j))
+		return ok.remove(ctx, b.clients, b.namespaceOf(kind, j), churnObjectName(seq, j))
 	}
 }
 
@@ -226,11 +226,12 @@ func (b *bench) namespaceOf(kind changeKind, j int) string {
 // churnObjectName names the j-th object run seq's churn creates.
 func churnObjectName(seq, j int) string { return fmt.Sprintf("churn-%02d-%06d", seq, j) }
 
-// updateOne rewrites one data key of ConfigMap k mod objects with a merge
-// patch: the object keeps its size, and the patch is a quarter of it.
-func (b *bench) updateOne(ctx context.Context, k, seq int) error {
+// updateOne rewrites one data key of object k mod objects, of kind ok,
+// with a merge patch: the object keeps its size, and the patch is a
+// quarter of it.
+func (b *bench) updateOne(ctx context.Context, ok *objectKind, k, seq int) error {
 	i := k % b.objects
 	rng := rand.New(rand.NewPCG(uint64(k), uint64(seq)<<32|0x6368))
 	key := "key-" + strconv.Itoa(k/b.objects%benchkit.DataKeys)
-	return benchkit.SetConfigMapData(ctx, b.cs, b.layout.namespace(i), objectName(i), key, benchkit.RandomData(rng, b.size/benchkit.DataKeys))
+	return ok.setData(ctx, b.clients, b.layout.namespace(i), objectName(i), key, benchkit.RandomData(rng, b.size/benchkit.DataKeys))
 }

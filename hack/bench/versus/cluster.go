@@ -241,6 +241,9 @@ func checkWorkload(o options, mix churnMix, modes []mode) error {
 		if mix.cluster > 0 && m.kind.sharded {
 			return fmt.Errorf("mode %s: the cluster mix runs unsharded modes only", m.id())
 		}
+		if m.kind.objects != nil && (o.pods > 0 || mix.cluster > 0) {
+			return fmt.Errorf("mode %s: -pods and the cluster mix change ConfigMaps and Pods; this mode's objects are %s", m.id(), m.kind.objects.plural)
+		}
 		if m.config != "" && mix.cluster == 0 {
 			return fmt.Errorf("mode %s: +config= needs -churn-mix cluster (the other mixes count every update on the stream)", m.id())
 		}

@@ -45,6 +45,23 @@
 // typed+nogzip,bridge-typed,typed+nogzip) brackets them against a machine
 // whose speed drifts during the run.
 //
+// Custom resources: the modes dynamic-crd and bridge-crd cache Widgets
+// (internal/fixtures' CRD, installed when one of them runs) instead of
+// ConfigMaps: as many, with the same -size bytes of data in four string
+// keys under .data, and the churn's creates, updates and deletes change
+// Widgets in those modes. The report pairs the k-th run of each with the
+// k-th run of the same mode on ConfigMaps (bridge-typed, dynamic-transform)
+// and gives the ratios per pair and their median (issue 36):
+//
+//	go run ./hack/bench/versus -objects 20000 -modes bridge-typed,bridge-crd,bridge-typed,bridge-crd,bridge-typed,bridge-crd \
+//		-churn 3000 -churn-mix create,update,delete -churn-rate 100
+//
+// With -cbor-server the apiserver serves CBOR (its CBORServingAndStorage
+// gate, KEP-4222), and a mode+cbor child sets client-go's
+// ClientsAllowCBOR and ClientsPreferCBOR gates (KUBE_FEATURE_*): its
+// dynamic client, so the bridge's custom resources, then use CBOR on the
+// wire (-modes bridge-crd,bridge-crd+cbor).
+//
 // The start-up snapshot's floor: publish-raw caches the objects as the
 // bridge does, then publishes each, marshalled by encoding/json, with
 // nats.go alone, and times it; publish-raw-items does the same with the
@@ -105,12 +122,15 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubebridge/kubebridge/internal/testenv"
@@ -132,8 +152,10 @@ func main() {
 
 // bench is what every child run needs from the parent.
 type bench struct {
-	env        *testenv.Env
-	cs         kubernetes.Interface
+	env *testenv.Env
+	cs  kubernetes.Interface
+	// clients are cs and a dynamic client, for the objects of every kind.
+	clients    clients
 	self       string
 	kubeconfig string
 	objects    int
@@ -192,13 +214,16 @@ func parent() error {
 		return err
 	}
 	defer env.Close()
-	cs, serverVersion, err := benchClient(env)
+	cl, serverVersion, err := benchClients(env)
 	if err != nil {
 		return err
 	}
+	cs := cl.typed
 	l := layout{namespaces: o.namespaces, named: o.named}
-	if err := createObjects(ctx, cs, l, o.objects, o.size, o.workers); err != nil {
-		return err
+	for _, ok := range objectKindsOf(selected) {
+		if err := createObjects(ctx, cl, ok, l, o.objects, o.size, o.workers); err != nil {
+			return err
+		}
 	}
 	if err := createPods(ctx, cs, l, o.pods, o.workers); err != nil {
 		return err
@@ -208,7 +233,7 @@ func parent() error {
 		return err
 	}
 
-	b := &bench{env: env, cs: cs, self: self, kubeconfig: kubeconfig, objects: o.objects, size: o.size, settle: o.settle, scrapeEvery: o.scrapeEvery, profiles: o.profiles, cpuProfiles: o.cpuProfiles,
+	b := &bench{env: env, cs: cs, clients: cl, self: self, kubeconfig: kubeconfig, objects: o.objects, size: o.size, settle: o.settle, scrapeEvery: o.scrapeEvery, profiles: o.profiles, cpuProfiles: o.cpuProfiles,
 		memLimit: o.memLimit, churn: churnOptions{mix: mix, rate: o.churnRate, workers: o.churnWorkers, outage: o.outage, outageAfter: o.outageAfter, meaningful: o.meaningful},
 		layout: l, pods: o.pods}
 	var runs []run
@@ -236,8 +261,15 @@ func startEnv(ctx context.Context, o options) (*testenv.Env, error) {
 	if o.maxPayload > 0 {
 		opts.NATS = func(so *server.Options) { so.MaxPayload = int32(o.maxPayload) }
 	}
+	var gates []string
 	if o.gate {
-		opts.APIServerFlags = append(opts.APIServerFlags, "--feature-gates=ShardedListAndWatch=true")
+		gates = append(gates, "ShardedListAndWatch=true")
+	}
+	if o.cborServer {
+		gates = append(gates, "CBORServingAndStorage=true")
+	}
+	if len(gates) > 0 {
+		opts.APIServerFlags = append(opts.APIServerFlags, "--feature-gates="+strings.Join(gates, ","))
 	}
 	start := time.Now()
 	env, err := testenv.Start(ctx, opts)
@@ -249,22 +281,38 @@ func startEnv(ctx context.Context, o options) (*testenv.Env, error) {
 	return env, nil
 }
 
-// benchClient is the parent's client of the API server (it creates and
-// changes the objects), and the server's version.
-func benchClient(env *testenv.Env) (kubernetes.Interface, string, error) {
+// benchClients are the parent's clients of the API server (they create
+// and change the objects), and the server's version.
+func benchClients(env *testenv.Env) (clients, string, error) {
 	rc := env.RESTConfig()
 	rc.QPS, rc.Burst = 500, 1000
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return clients{}, "", err
+	}
 	rc.ContentType = "application/vnd.kubernetes.protobuf"
 	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
-		return nil, "", err
+		return clients{}, "", err
 	}
 	serverVersion := "unknown"
 	if v, err := cs.Discovery().ServerVersion(); err == nil {
 		serverVersion = v.GitVersion
 	}
-	return cs, serverVersion, nil
+	return clients{typed: cs, dynamic: dyn}, serverVersion, nil
+}
+
+// objectKindsOf is the kinds of the objects the modes cache, each once,
+// in the order of the modes.
+func objectKindsOf(modes []mode) []*objectKind {
+	var out []*objectKind
+	for _, m := range modes {
+		if ok := m.kind.objectKind(); !slices.Contains(out, ok) {
+			out = append(out, ok)
+		}
+	}
+	return out
 }
 
 // natsMaxPayload is the max_payload the NATS server announces to clients.

@@ -30,6 +30,21 @@ type modeKind struct {
 	// floor is what the mode is the floor of: the runs other modes are
 	// compared with.
 	floor floorRole
+	// objects is the kind of the objects the mode caches and its churn
+	// changes; nil is ConfigMaps.
+	objects *objectKind
+	// builtIn, for a mode of custom resources, is the mode that runs the
+	// same on ConfigMaps: its runs are paired with that mode's in the
+	// report (reportcrd.go).
+	builtIn string
+}
+
+// objectKind is the kind of the mode's objects.
+func (k *modeKind) objectKind() *objectKind {
+	if k.objects == nil {
+		return configMapObjects
+	}
+	return k.objects
 }
 
 // cacheKind is what a mode's child caches the objects with.
@@ -102,6 +117,10 @@ var modeTable = []modeKind{
 	{name: "bridge-typed", label: "bridge, typed path", runs: bridgeTyped},
 	{name: "bridge-dynamic", label: "bridge, dynamic path", runs: bridgeDynamic},
 	{name: "bridge-shard", label: "bridge, typed path, one shard", runs: bridgeTyped, sharded: true},
+	// The same objects as custom resources (Widgets, served as JSON):
+	// the bridge reads them through its dynamic informer.
+	{name: "dynamic-crd", label: "dynamic informer of Widgets (a CRD), + transform", runs: dynamicInformer, transform: true, objects: widgetObjects, builtIn: "dynamic-transform"},
+	{name: "bridge-crd", label: "bridge of Widgets (a CRD)", runs: bridgeTyped, objects: widgetObjects, builtIn: "bridge-typed"},
 }
 
 // kindNamed is the row of the mode called name, or nil.
@@ -147,6 +166,10 @@ type mode struct {
 	// (mode+exe=PATH): another build, say one of an earlier commit, so
 	// that two builds of the bridge alternate in one invocation.
 	exe string
+	// cbor sets client-go's ClientsAllowCBOR and ClientsPreferCBOR gates
+	// in the child (mode+cbor): its dynamic client asks for CBOR, which
+	// the apiserver serves with -cbor-server.
+	cbor bool
 }
 
 // id names a mode run: its name and its suffixes, in the suffix table's

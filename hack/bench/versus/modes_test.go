@@ -19,7 +19,7 @@ func versusBinary(t *testing.T) string {
 	return path
 }
 
-const knownSuffixList = "(known: +nogzip, +gzip, +gogc=N, +procs=N, +linger=D, +config=PATH, +exe=PATH)"
+const knownSuffixList = "(known: +nogzip, +gzip, +gogc=N, +procs=N, +linger=D, +config=PATH, +cbor, +exe=PATH)"
 
 // The -modes strings of earlier runs keep their ids (which name streams
 // and profiles) and labels (which name the report's rows), and what was
@@ -111,11 +111,11 @@ func TestSelectModes(t *testing.T) {
 // the mode's name where it does not.
 func TestEverySuffixOnEveryMode(t *testing.T) {
 	exe := versusBinary(t)
-	bridges := []string{"bridge-typed", "bridge-dynamic", "bridge-shard"}
+	bridges := []string{"bridge-typed", "bridge-dynamic", "bridge-shard", "bridge-crd"}
 	shards := []string{"typed-shard", "bridge-shard"}
 	all := strings.Split(modeNames(), ",")
-	if len(all) != 11 {
-		t.Fatalf("modes %v: this test knows 11", all)
+	if len(all) != 13 {
+		t.Fatalf("modes %v: this test knows 13", all)
 	}
 	for _, name := range all {
 		bridge, sharded := slices.Contains(bridges, name), slices.Contains(shards, name)
@@ -130,6 +130,7 @@ func TestEverySuffixOnEveryMode(t *testing.T) {
 			{modes: head + "+nogzip", id: head + "+nogzip"},
 			{modes: head + "+gogc=50", id: head + "+gogc=50"},
 			{modes: head + "+procs=2", id: head + "+procs=2"},
+			{modes: head + "+cbor", id: head + "+cbor"},
 			{modes: head + "+exe=" + exe, id: head + "+exe=versus-old"},
 			{modes: head + "+gzip", id: head + "+gzip", errMsg: map[bool]string{false: refused("+gzip (an informer asks for gzip unless +nogzip)")}[bridge]},
 			{modes: head + "+linger=5ms", id: head + "+linger=5ms", errMsg: map[bool]string{false: refused("+linger")}[bridge]},
@@ -174,7 +175,7 @@ func TestSelectModesDefaultsToEveryMode(t *testing.T) {
 	for _, m := range got {
 		ids, labels = append(ids, m.id()), append(labels, m.label)
 	}
-	want := "baseline,typed,typed-transform,dynamic,dynamic-transform,typed-shard@0/1,publish-raw,publish-raw-items,bridge-typed,bridge-dynamic,bridge-shard@0/1"
+	want := "baseline,typed,typed-transform,dynamic,dynamic-transform,typed-shard@0/1,publish-raw,publish-raw-items,bridge-typed,bridge-dynamic,bridge-shard@0/1,dynamic-crd,bridge-crd"
 	if strings.Join(ids, ",") != want {
 		t.Errorf("ids %s, want %s", strings.Join(ids, ","), want)
 	}

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
 	"github.com/kubebridge/kubebridge/internal/shard"
@@ -45,34 +44,33 @@ func (l layout) all() []string {
 // namespaces, informers list all namespaces with it as label selector.
 const benchLabel = "app=bench-versus"
 
-// createObjects creates the namespaces and n ConfigMaps of about size
-// bytes of data each, with several goroutines.
-func createObjects(ctx context.Context, cs kubernetes.Interface, l layout, n, size, workers int) error {
+// createObjects creates the namespaces and n objects of kind ok of about
+// size bytes of data each, with several goroutines.
+func createObjects(ctx context.Context, c clients, ok *objectKind, l layout, n, size, workers int) error {
 	for _, name := range l.all() {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := c.typed.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	if ok.install != nil {
+		if err := ok.install(ctx, c); err != nil {
 			return err
 		}
 	}
 	start := time.Now()
 	err := benchkit.Parallel(ctx, n, workers, func(ctx context.Context, i int) error {
-		return createOne(ctx, cs, l.namespace(i), objectName(i), uint64(i), size)
+		return ok.create(ctx, c, l.namespace(i), objectName(i), uint64(i), size)
 	}, func(d int) {
 		if d%2000 == 0 || d == n {
 			el := time.Since(start)
-			fmt.Fprintf(os.Stderr, "created %d/%d ConfigMaps in %v (%.0f/s)\n", d, n, el.Round(time.Millisecond), float64(d)/el.Seconds())
+			fmt.Fprintf(os.Stderr, "created %d/%d %s in %v (%.0f/s)\n", d, n, ok.plural, el.Round(time.Millisecond), float64(d)/el.Seconds())
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("create ConfigMaps: %w", err)
+		return fmt.Errorf("create %s: %w", ok.plural, err)
 	}
 	return nil
-}
-
-// createOne creates ConfigMap namespace/name of the benchmark, with size
-// bytes of data from seed.
-func createOne(ctx context.Context, cs kubernetes.Interface, namespace, name string, seed uint64, size int) error {
-	return benchkit.CreateConfigMap(ctx, cs, namespace, name, map[string]string{"app": "bench-versus"}, seed, size)
 }
 
 func objectName(i int) string { return fmt.Sprintf("cm-%06d", i) }

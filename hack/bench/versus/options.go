@@ -20,6 +20,8 @@ type options struct {
 	outage, outageAfter    time.Duration
 	maxPayload, namespaces int
 	gate, named            bool
+	// cborServer is -cbor-server: the apiserver serves CBOR (KEP-4222).
+	cborServer bool
 	// pods and meaningful are the cluster workload's (cluster.go).
 	pods       int
 	meaningful float64
@@ -47,6 +49,7 @@ func parseOptions() (options, error) {
 	flag.IntVar(&o.maxPayload, "nats-max-payload", 0, "NATS server max_payload in bytes; 0 keeps the server's default (1 MiB)")
 	flag.IntVar(&o.namespaces, "namespaces", 1, "spread the objects over this many namespaces (object i in namespace i mod N); informer modes then watch all namespaces with a label selector")
 	flag.BoolVar(&o.gate, "sharded-watch", false, "run the apiserver with the ShardedListAndWatch feature gate (KEP-5866): bridge shards' watches of every namespace are then filtered by the apiserver")
+	flag.BoolVar(&o.cborServer, "cbor-server", false, "run the apiserver with the CBORServingAndStorage feature gate (KEP-4222), so that a mode+cbor child's dynamic client gets CBOR")
 	flag.BoolVar(&o.named, "named-namespaces", false, "with -namespaces N, bridge modes name the N namespaces (BRIDGE_NAMESPACES), each getting its own watch (a shard only its own), instead of watching every namespace with the benchmark's label")
 	flag.Parse()
 	switch {

@@ -21,7 +21,7 @@ func printReport(w io.Writer, b *bench, runs []run, serverVersion string, maxPay
 		}
 	}
 	objects := b.objects
-	fmt.Fprintf(w, "\n%d ConfigMaps, %d bytes of data each (4 keys), and %d Pods, in %d namespace(s); every mode in a fresh child process.\n\n", objects, b.size, b.pods, b.layout.namespaces)
+	fmt.Fprintf(w, "\n%d ConfigMaps (or Widgets, a CRD's, for the -crd modes), %d bytes of data each (4 keys), and %d Pods, in %d namespace(s); every mode in a fresh child process.\n\n", objects, b.size, b.pods, b.layout.namespaces)
 	fmt.Fprintln(w, "| mode | RSS MiB | peak RSS MiB | RSS after FreeOSMemory MiB | Go heap in-use MiB | Go heap alloc MiB | heap in-use B/object | (heap − baseline) B/object | ready s | start-up snapshot s |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, rn := range runs {
@@ -42,6 +42,7 @@ func printReport(w io.Writer, b *bench, runs []run, serverVersion string, maxPay
 	if b.churn.mix.total() > 0 {
 		printChurnReport(w, b, runs)
 		printVersus(w, b, runs)
+		printCustomResources(w, b, runs)
 		printCluster(w, b, runs)
 	}
 	fmt.Fprintln(w)

@@ -78,3 +78,31 @@ func TestLagAndPublishLatencyAreThoseOfTheChurn(t *testing.T) {
 		t.Errorf("missing %q in\n%s", want, out.String())
 	}
 }
+
+// The k-th run of a custom-resource mode is paired with the k-th run of
+// its built-in mode, each build (+exe=) apart, and the median is of the
+// pairs' ratios.
+func TestCustomResourcesPairTheRunsInOrder(t *testing.T) {
+	typed := mode{kind: kindNamed("bridge-typed"), label: "typed"}
+	crd := mode{kind: kindNamed("bridge-crd"), label: "crd"}
+	old := mode{kind: kindNamed("bridge-crd"), label: "old", exe: "/tmp/versus-old"}
+	runs := []run{
+		churnRun(typed, false, 1.0), churnRun(crd, false, 1.1), churnRun(old, false, 2.0),
+		churnRun(typed, false, 2.0), churnRun(crd, false, 2.6), churnRun(old, false, 3.0),
+		churnRun(typed, false, 1.0), churnRun(crd, false, 1.2), churnRun(old, false, 1.5),
+	}
+	b := &bench{objects: 10, churn: churnOptions{mix: churnMix{creates: 1000}}}
+	var out strings.Builder
+	printCustomResources(&out, b, runs)
+	for _, want := range []string{
+		"| bridge-crd | 1 | 1100 / 1000 | 1.10 |",
+		"| bridge-crd | 2 | 2600 / 2000 | 1.30 |",
+		"| bridge-crd | median of 3 | | 1.20 (1.10–1.30) | | 1.00 (1.00–1.00) |",
+		"| bridge-crd+exe=versus-old | 2 | 3000 / 2000 | 1.50 |",
+		"| bridge-crd+exe=versus-old | median of 3 | | 1.50 (1.50–2.00) |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in\n%s", want, out.String())
+		}
+	}
+}

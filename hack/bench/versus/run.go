@@ -152,6 +152,10 @@ func (b *bench) childEnv(m mode) []string {
 		set("BRIDGE_KUBE_COMPRESSION", "false")
 	}
 	set("BRIDGE_CONFIG", m.config)
+	if m.cbor {
+		set("KUBE_FEATURE_ClientsAllowCBOR", "true")
+		set("KUBE_FEATURE_ClientsPreferCBOR", "true")
+	}
 	if m.isBridge() && b.churn.mix.cluster > 0 {
 		// Every event of the churn stays in the stream, to be counted.
 		set("BRIDGE_STREAM_MAX_MSGS_PER_SUBJECT", "-1")
@@ -196,7 +200,7 @@ func (b *bench) measureChurn(ctx context.Context, p *childProcess, seq int, out 
 	// (gzip or not).
 	apiPID := b.env.APIServerPID()
 	apiStart, apiErr := benchkit.ProcessCPUSeconds(apiPID)
-	load, err := b.runChurn(ctx, seq)
+	load, err := b.runChurn(ctx, m.kind.objectKind(), seq)
 	out.load = &load
 	if err != nil {
 		return err

@@ -35,6 +35,13 @@ func TestChildArgsAndEnvAreTheProtocol(t *testing.T) {
 			env: []string{"GOMEMLIMIT=256MiB", "BRIDGE_KUBE_COMPRESSION=true"},
 		},
 		{
+			// CBOR is client-go's gates, in the environment.
+			modes: "bridge-crd+cbor",
+			args: []string{"child", "bridge-crd", "-kubeconfig", "/kc", "-nats", "nats://n", "-settle", "2s", "-stream", "VERSUS_BRIDGE_CRD_CBOR",
+				"-namespaces", "3", "-shard", "0/1", "-scrape-interval", "15s", "-named-namespaces", "-wait"},
+			env: []string{"GOMEMLIMIT=256MiB", "KUBE_FEATURE_ClientsAllowCBOR=true", "KUBE_FEATURE_ClientsPreferCBOR=true"},
+		},
+		{
 			// An informer's gzip is its client's: no bridge variable.
 			modes: "typed+nogzip",
 			args: []string{"child", "typed", "-kubeconfig", "/kc", "-nats", "nats://n", "-settle", "2s", "-stream", "VERSUS_TYPED_NOGZIP",

@@ -99,6 +99,12 @@ var suffixes = []suffix{
 		label: func(m mode) string { return when(m.config != "", ", rules "+filepath.Base(m.config)) },
 	},
 	{
+		name:  "cbor",
+		set:   func(m *mode, _ string) { m.cbor = true },
+		id:    func(m mode) string { return when(m.cbor, "+cbor") },
+		label: func(m mode) string { return when(m.cbor, ", CBOR") },
+	},
+	{
 		name: "exe", value: "PATH", check: wantsBinary,
 		set:   func(m *mode, v string) { m.exe = v },
 		id:    func(m mode) string { return when(m.exe != "", "+exe="+filepath.Base(m.exe)) },

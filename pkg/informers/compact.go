@@ -1,0 +1,132 @@
+package informers
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Compact is an object of a dynamic informer (a custom resource, or any
+// type the typed clients do not serve) as its cache holds it: the
+// object's JSON, trimmed by the informer's transform, and the metadata the
+// bridge reads, instead of an Unstructured tree of maps, which takes
+// about twice the memory (docs/memory.md).
+//
+// Its metadata has the name, namespace, uid, resourceVersion, generation,
+// creation and deletion timestamps, labels and owner references; the
+// other fields (annotations, finalizers) are in the JSON only, which
+// Unstructured decodes. Like every cached object it is read-only.
+type Compact struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	raw string
+}
+
+var _ runtime.Object = (*Compact)(nil)
+
+// NewCompact is u's compact form: u's JSON as encoding it writes it, and
+// its metadata.
+func NewCompact(u *unstructured.Unstructured) (*Compact, error) {
+	var buf bytes.Buffer
+	return newCompact(u, &buf)
+}
+
+// newCompact is NewCompact encoding in buf, which it resets. The JSON and
+// the metadata's strings are kept in one allocation of exactly their
+// length: an encoder's buffer would keep up to twice as much, and the
+// small strings of the decoded object, left alive among the object's
+// garbage, would keep most of its memory from being reused.
+func newCompact(u *unstructured.Unstructured, buf *bytes.Buffer) (*Compact, error) {
+	buf.Reset()
+	if err := unstructured.UnstructuredJSONScheme.Encode(u, buf); err != nil {
+		return nil, err
+	}
+	encoded := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	labels := u.GetLabels()
+	strs := []string{u.GetAPIVersion(), u.GetKind(), u.GetName(), u.GetNamespace(), string(u.GetUID()), u.GetResourceVersion()}
+	for k, v := range labels {
+		strs = append(strs, k, v)
+	}
+	n := len(encoded)
+	for _, s := range strs {
+		n += len(s)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.Write(encoded)
+	for _, s := range strs {
+		b.WriteString(s)
+	}
+	block, at := b.String(), len(encoded)
+	// Each string again, as a part of block.
+	for i, s := range strs {
+		strs[i], at = block[at:at+len(s)], at+len(s)
+	}
+	c := &Compact{raw: block[:len(encoded)]}
+	c.APIVersion, c.Kind, c.Name, c.Namespace, c.UID, c.ResourceVersion = strs[0], strs[1], strs[2], strs[3], types.UID(strs[4]), strs[5]
+	if labels != nil {
+		c.Labels = make(map[string]string, len(labels))
+		for i := 6; i+1 < len(strs); i += 2 {
+			c.Labels[strs[i]] = strs[i+1]
+		}
+	}
+	c.Generation = u.GetGeneration()
+	c.CreationTimestamp, c.DeletionTimestamp = u.GetCreationTimestamp(), u.GetDeletionTimestamp()
+	c.OwnerReferences = u.GetOwnerReferences()
+	return c, nil
+}
+
+// RawJSON is the object's JSON, with its apiVersion and kind.
+func (c *Compact) RawJSON() string { return c.raw }
+
+// MarshalJSON returns the object's JSON, so that encoding/json writes a
+// Compact as the object it stands for.
+func (c *Compact) MarshalJSON() ([]byte, error) { return []byte(c.raw), nil }
+
+// Unstructured decodes the object's JSON into a new Unstructured, the
+// caller's own.
+func (c *Compact) Unstructured() (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON([]byte(c.raw)); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// DeepCopyObject copies the metadata; the JSON, never changed, is shared.
+func (c *Compact) DeepCopyObject() runtime.Object {
+	out := &Compact{TypeMeta: c.TypeMeta, raw: c.raw}
+	c.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	return out
+}
+
+// compacting wraps a dynamic informer's transform: transform first (it
+// trims and redacts the Unstructured objects), then the compact form is
+// what is cached. Tombstones carry objects already cached, so already
+// compact.
+func compacting(transform cache.TransformFunc) cache.TransformFunc {
+	// The encoders' buffers, reused: the informer's objects are encoded
+	// one after another.
+	buffers := sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	return func(obj any) (any, error) {
+		if transform != nil {
+			var err error
+			if obj, err = transform(obj); err != nil {
+				return nil, err
+			}
+		}
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		buf := buffers.Get().(*bytes.Buffer)
+		defer buffers.Put(buf)
+		return newCompact(u, buf)
+	}
+}
