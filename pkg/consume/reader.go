@@ -14,8 +14,12 @@ import (
 )
 
 // errConsumerLost is returned by a reader that may not recreate its
-// consumer (during a bootstrap, which must start over instead).
-var errConsumerLost = errors.New("consume: the consumer is gone")
+// consumer (during a bootstrap, which must start over instead); errStalled
+// is the one of a consumer that delivered nothing (replaceStalled).
+var (
+	errConsumerLost = errors.New("consume: the consumer is gone")
+	errStalled      = fmt.Errorf("%w: it delivered nothing", errConsumerLost)
+)
 
 // reader delivers the messages of one plain pull consumer in stream order.
 // An ephemeral consumer the server lost (a restart of a server with memory
@@ -154,7 +158,7 @@ func (r *reader) replaceStalled(ctx context.Context) error {
 	}
 	klog.FromContext(ctx).Info("No message delivered although the stream holds more; replacing the consumer", kv...)
 	if !r.resume && !r.durable() {
-		return fmt.Errorf("%w: no message for %v", errConsumerLost, quiet.Round(time.Second))
+		return fmt.Errorf("%w for %v", errStalled, quiet.Round(time.Second))
 	}
 	r.cons.Delete(ctx)
 	return r.recreate(ctx)

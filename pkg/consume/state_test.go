@@ -143,6 +143,38 @@ func TestStateBootstrapsOnJetStream(t *testing.T) {
 	}
 }
 
+// TestStateStalledLastPerSubjectReplaysInstead pauses the last-per-subject
+// bootstrap's consumer, which to the State is a consumer that delivers
+// nothing although the stream holds messages: the State must replace it
+// and, since a new last-per-subject consumer may stall the same way, sync
+// by a full replay instead, to the same state.
+func TestStateStalledLastPerSubjectReplaysInstead(t *testing.T) {
+	_, js, s := startJetStream(t)
+	f := newFab(t, s)
+	history(f)
+	st, err := testClient(t, js).NewState([]Filter{{Resource: "configmaps"}}, Bootstrap(LastPerSubject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lastPerSubject atomic.Int32
+	st.stall = time.Second
+	st.consumerHook = func(cfg *jetstream.ConsumerConfig) {
+		if cfg.DeliverPolicy == jetstream.DeliverLastPerSubjectPolicy {
+			lastPerSubject.Add(1)
+			until := time.Now().Add(time.Hour)
+			cfg.PauseUntil = &until
+		}
+	}
+	runState(t, st)
+	if got := held(st.Indexer("configmaps")); !slices.Equal(got, historyState) {
+		t.Errorf("after the bootstrap: %v, want %v", got, historyState)
+	}
+	// 5 events applied is the full replay's count (TestStateBootstrapsOnJetStream).
+	if n := lastPerSubject.Load(); n != 1 || st.Stats().Applied != 5 {
+		t.Errorf("%d last-per-subject consumers, then %d events applied; want 1, then a full replay's 5", n, st.Stats().Applied)
+	}
+}
+
 // An end marker whose begin was compacted away is skipped and reported,
 // not fatal, even with StopOnViolation; the replay goes on.
 func TestFullReplayEndWithoutKeptBegin(t *testing.T) {
