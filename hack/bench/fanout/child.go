@@ -135,7 +135,15 @@ func newInformer(f childFlags) (cache.SharedIndexInformer, func(), error) {
 		factory := kinformers.NewSharedInformerFactoryWithOptions(cs, 0, kinformers.WithNamespace(benchNamespace))
 		return factory.Core().V1().ConfigMaps().Informer(), func() {}, nil
 	case sourceStream:
-		js, closeConn, err := benchkit.ConnectJetStream(f.natsURL, nats.Name("kubebridge-bench-fanout"))
+		// nats.go reports what it drops (a slow consumer) only here.
+		logAsync := nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			fmt.Fprintf(os.Stderr, "child: nats: %v (subscription %q)\n", err, subject)
+		})
+		js, closeConn, err := benchkit.ConnectJetStream(f.natsURL, nats.Name("kubebridge-bench-fanout"), logAsync)
 		if err != nil {
 			return nil, nil, err
 		}
