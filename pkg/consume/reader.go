@@ -66,36 +66,11 @@ func (r *reader) open(ctx context.Context) error {
 	}
 	r.str, r.cons = s, cons
 	r.from, r.lastMsgAt = cons.CachedInfo().Delivered.Stream, time.Now()
-	opts := []jetstream.PullMessagesOpt{jetstream.WithMessagesErrOnMissingHeartbeat(true)}
-	if r.cfg.DeliverPolicy == jetstream.DeliverLastPerSubjectPolicy {
-		opts = append(opts, jetstream.PullExpiry(lastPerSubjectPullExpiry))
-	}
-	if r.it, err = r.cons.Messages(opts...); err != nil {
+	if r.it, err = r.cons.Messages(jetstream.WithMessagesErrOnMissingHeartbeat(true)); err != nil {
 		return fmt.Errorf("consume: pull from %s: %w", r.stream, err)
 	}
 	return nil
 }
-
-// lastPerSubjectPullExpiry bounds a pull of a last-per-subject consumer.
-// nats-server (2.15.3; main of 2026-08 has the same code) lists the last
-// sequence of each subject when it creates such a consumer. When one of
-// those messages is gone by the time it is due (rolled up by a delete,
-// expired, over the per-subject limit), the server stops and waits for a
-// new message or a new pull, though the rest of the list is due. A stream
-// written meanwhile wakes it; a quiet one leaves it waiting until the pull
-// expires. A pull that expires within a second is renewed by nats.go,
-// which wakes the server: about a second lost per removed message, for
-// one pull a second. Seen in hack/bench/fanout: bootstraps started during
-// a churn with deletes stalled for good after the start-up snapshot.
-//
-// The same list has a second defect this does not mend: when no pull is
-// left to take a listed message as the server is about to send it (one
-// expired that instant), the server skips that message for good; with
-// AckNone nothing sends it again. TestReaderLastPerSubjectSkipsARemovedMessage
-// met it once in 20 runs while its pause ended as a pull expired. A
-// FullReplay bootstrap reads through the stream instead of such a list
-// and has neither defect.
-const lastPerSubjectPullExpiry = time.Second
 
 // msg is one delivered message with its metadata.
 type msg struct {

@@ -151,10 +151,10 @@ func (s *State) run(ctx context.Context) error {
 		// per subject is a view of one moment. Start it over.
 		logger.Info("Consumer lost during the bootstrap; starting over", "mode", s.mode, "err", err)
 		if errors.Is(err, errStalled) && s.mode == LastPerSubject {
-			// A last-per-subject consumer stalls on the server's list of
-			// last messages (lastPerSubjectPullExpiry); one made anew
-			// may stall the same way. A replay from the latest snapshot
-			// reads the same state without such a list.
+			// Seen in hack/bench/fanout: a last-per-subject consumer
+			// created while the stream was written stopped after the
+			// snapshot, and again when made anew; a replay from the
+			// latest snapshot, the same state read another way, did not.
 			logger.Info("The last-per-subject bootstrap stalled; replaying from the latest complete snapshot instead")
 			s.mode = FullReplay
 		}
