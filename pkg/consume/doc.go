@@ -49,10 +49,10 @@
 // # State
 //
 // Client.NewState rebuilds the current objects of one or more types and
-// keeps them current: State.Run bootstraps, either from the last message
-// per subject (LastPerSubject, the default: fast) or by a full replay
-// from the latest complete snapshot with mark-and-sweep (FullReplay), then
-// follows new messages. Each type has a client-go cache.Indexer holding
+// keeps them current: State.Run bootstraps, either by a full replay from
+// the latest complete snapshot with mark-and-sweep (FullReplay, the
+// default) or from the last message per subject (LastPerSubject: fewer
+// messages, but see its caveat), then follows new messages. Each type has a client-go cache.Indexer holding
 // the typed objects, so client-go listers work on it, and takes
 // cache.ResourceEventHandlers as a shared informer does.
 //

@@ -17,10 +17,20 @@ const (
 	// message read. An object's last message written by a deposed leader
 	// after a newer term began is ignored (the term rule); the new term's
 	// snapshot brings the object back.
+	//
+	// It rests on nats-server's list of each subject's last sequence,
+	// taken when the consumer is created, which nats-server 2.15.3 serves
+	// badly while the stream is written: each listed message removed
+	// before it is sent (a delete's roll-up, an expired tombstone) stops
+	// delivery until the next pull or stream message, one at a time; and
+	// a listed message due as a pull expires is skipped for good. A
+	// bootstrap that stalls this way for 10 s starts over as a FullReplay.
 	LastPerSubject BootstrapMode = iota
 	// FullReplay applies every message of each type from the begin marker
 	// of its latest complete snapshot (from the first message when none is
-	// kept) with mark-and-sweep: every retained transition.
+	// kept) with mark-and-sweep: every retained transition. It reads up to
+	// the stream's messages per subject for each object, but through the
+	// stream in order, which the server serves reliably: the default.
 	FullReplay
 )
 
@@ -89,7 +99,7 @@ type stateOptions struct {
 
 // newOptions applies opts, whose configure method is given by the caller.
 func newOptions[O any](opts []O, configure func(O, *stateOptions) error) (stateOptions, error) {
-	o := stateOptions{indexers: map[contract.Type]cache.Indexers{}}
+	o := stateOptions{bootstrap: FullReplay, indexers: map[contract.Type]cache.Indexers{}}
 	for _, opt := range opts {
 		if err := configure(opt, &o); err != nil {
 			return o, err
@@ -111,7 +121,7 @@ func listWatchOpts(opts []ListWatchOption) (stateOptions, error) {
 }
 
 // Bootstrap chooses how a State or a ListWatch bootstraps; default
-// LastPerSubject.
+// FullReplay.
 func Bootstrap(m BootstrapMode) ReadOption {
 	return func(o *stateOptions) error {
 		if m != LastPerSubject && m != FullReplay {

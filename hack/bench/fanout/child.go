@@ -66,7 +66,7 @@ func child(args []string) error {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the API server (informer)")
 	fs.StringVar(&f.natsURL, "nats", "", "URL of the NATS server (stream)")
 	fs.StringVar(&f.marker, "marker", "", "the setup's token in the marker ConfigMap")
-	fs.StringVar(&f.bootstrap, "bootstrap", "last-per-subject", "how a stream consumer bootstraps: last-per-subject or full-replay")
+	fs.StringVar(&f.bootstrap, "bootstrap", "full-replay", "how a stream consumer bootstraps: full-replay or last-per-subject")
 	fs.StringVar(&f.heapProfile, "heapprofile", "", "write the heap profile here, after a GC, as the child ends")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err

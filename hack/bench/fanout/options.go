@@ -58,7 +58,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.convergeTimeout, "converge-timeout", 5*time.Minute, "longest wait, after the churn, for every consumer to hold what the API server lists")
 	fs.StringVar(&o.bridgeBin, "bridge", "", "bridge binary (default: build ./cmd/bridge)")
 	fs.StringVar(&o.natsBin, "nats-server", "", "nats-server binary (default: build the module's)")
-	fs.StringVar(&o.bootstrap, "bootstrap", "last-per-subject", "how a stream consumer bootstraps: last-per-subject (pkg/consume's default) or full-replay")
+	fs.StringVar(&o.bootstrap, "bootstrap", "full-replay", "how a stream consumer bootstraps: full-replay (pkg/consume's default) or last-per-subject")
 	fs.StringVar(&o.heapProfiles, "heapprofile", "", "a directory where every consumer writes <setup>-<consumer>.pprof, its heap after a GC as it ends, for `go tool pprof -sample_index=inuse_space`")
 	if err := fs.Parse(args); err != nil {
 		return o, err
