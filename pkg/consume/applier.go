@@ -81,7 +81,10 @@ func newApplier(dec *decoder, fs []filter, o stateOptions) (*Applier, error) {
 				return nil, fmt.Errorf("%w: %s and %s name one type", ErrBadFilter, t.f.ref, f.ref)
 			}
 		}
-		indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+		indexers := cache.Indexers{}
+		if !o.noNamespaceIndex {
+			indexers[cache.NamespaceIndex] = cache.MetaNamespaceIndexFunc
+		}
 		for name, fn := range o.indexers[f.ref] {
 			indexers[name] = fn
 		}

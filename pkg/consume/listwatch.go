@@ -155,7 +155,7 @@ func (lw *ListWatch) relist(ctx context.Context, sel selectors) (*session, error
 	lw.endSession()
 	guard := &sweepGuard{c: lw.c, ctx: ctx}
 	o := lw.opts
-	o.keepOnSweep = guard.keep
+	o.keepOnSweep, o.noNamespaceIndex = guard.keep, true
 	st, err := lw.c.newState([]Filter{lw.f.Filter}, o)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package consume
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -111,6 +112,11 @@ func TestListWatchEvents(t *testing.T) {
 			}
 			if last := f.seqs[len(f.seqs)-1]; rv != listRV(last) {
 				t.Errorf("list resourceVersion %s, want the stream sequence %d", rv, last)
+			}
+			// The reflector's store indexes; the ListWatch's own would
+			// hold an entry per object for nobody.
+			if ix := lw.applier.Load().types[0].indexer.GetIndexers(); len(ix) != 0 {
+				t.Errorf("the ListWatch's indexer has indexers %v, want none", slices.Collect(maps.Keys(ix)))
 			}
 			w := startWatch(t, lw, rv, "")
 

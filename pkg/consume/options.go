@@ -95,6 +95,11 @@ type stateOptions struct {
 	// keepOnSweep is the sweep guard of a ListWatch's State; no option
 	// sets it (see Applier.keepOnSweep).
 	keepOnSweep func(key string, obj any, end *Event) bool
+	// noNamespaceIndex leaves cache.NamespaceIndex out of the indexers:
+	// a ListWatch's State, which nobody lists by namespace (the
+	// reflector's store above it has its own indexers), is spared an
+	// index entry per object. No option sets it.
+	noNamespaceIndex bool
 }
 
 // newOptions applies opts, whose configure method is given by the caller.
