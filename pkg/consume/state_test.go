@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -372,5 +373,59 @@ func TestFullReplayPastABadEndMarker(t *testing.T) {
 	}
 	if got := kinds(vs); !slices.Equal(got, []ViolationKind{Undecodable}) {
 		t.Errorf("violations %v, want the bad end marker reported as undecodable", got)
+	}
+}
+
+// TestStateDefaultBootstrapSurvivesARolledUpMessage deletes an object (a
+// delete rolls up the object's earlier messages) after the default
+// bootstrap's consumer exists, but before it delivers anything. A
+// last-per-subject consumer's server-side list would still name the
+// removed message, and nats-server stops at it until the next pull or
+// message (see LastPerSubject): the default bootstrap must read past it
+// with its first consumer, to the state without the object.
+func TestStateDefaultBootstrapSurvivesARolledUpMessage(t *testing.T) {
+	_, js, s := startJetStream(t)
+	f := newFab(t, s)
+	history(f)
+	st, err := testClient(t, js).NewState([]Filter{{Resource: "configmaps"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var consumers atomic.Int32
+	deleted := make(chan struct{})
+	st.stall = 3 * time.Second
+	st.consumerHook = func(cfg *jetstream.ConsumerConfig) {
+		if consumers.Add(1) > 1 {
+			return
+		}
+		until := time.Now().Add(1500 * time.Millisecond)
+		cfg.PauseUntil = &until
+		go func() {
+			defer close(deleted)
+			ctx := context.Background()
+			stream, err := js.Stream(ctx, s.stream)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			// Once the consumer exists, and before its pause ends.
+			for stream.CachedInfo().State.Consumers == 0 && time.Now().Before(until) {
+				time.Sleep(10 * time.Millisecond)
+				if _, err := stream.Info(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			f.deleted(cm("ns", "b", "u2", "30"))
+		}()
+	}
+	runState(t, st)
+	<-deleted
+	want := slices.DeleteFunc(slices.Clone(historyState), func(s string) bool { return strings.HasPrefix(s, "ns/b@") })
+	if got := held(st.Indexer("configmaps")); !slices.Equal(got, want) {
+		t.Errorf("after the bootstrap: %v, want %v", got, want)
+	}
+	if n := consumers.Load(); n != 1 {
+		t.Errorf("%d bootstrap consumers, want 1 (one that delivered nothing was replaced)", n)
 	}
 }
