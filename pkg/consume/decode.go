@@ -76,7 +76,9 @@ func (d *decoder) decodeEvent(seq uint64, msg *nats.Msg) (*Event, error) {
 		return nil, fmt.Errorf("unknown event type %q", ce.Type())
 	}
 	ev := &Event{CloudEvent: *ce, Seq: seq, Subject: msg.Subject, Verb: verb}
-	ext := stringExts(ev)
+	// sdk-go hands out a copy of the extensions at every call: one.
+	exts := ev.CloudEvent.Extensions()
+	ext := stringExts(exts)
 	if ev.Shard, err = shardOf(ext); err != nil {
 		return nil, err
 	}
@@ -110,7 +112,7 @@ func (d *decoder) decodeEvent(seq uint64, msg *nats.Msg) (*Event, error) {
 	if verb == SnapshotItem && ev.SnapshotID == "" {
 		return nil, fmt.Errorf("snapshot item without %s", contract.ExtSnapshotID)
 	}
-	if err := parseFlags(ev); err != nil {
+	if err := parseFlags(ev, exts); err != nil {
 		return nil, err
 	}
 	return ev, d.decodeObjects(ev, ext)
@@ -118,8 +120,7 @@ func (d *decoder) decodeEvent(seq uint64, msg *nats.Msg) (*Event, error) {
 
 // stringExts reads string extensions: sdk-go decodes every header
 // extension as a string.
-func stringExts(ev *Event) func(string) string {
-	exts := ev.CloudEvent.Extensions()
+func stringExts(exts map[string]any) func(string) string {
 	return func(name string) string {
 		s, _ := exts[name].(string)
 		return s
@@ -152,8 +153,7 @@ func (d *decoder) parseSubject(ev *Event) error {
 }
 
 // parseFlags reads the boolean and counting extensions of an object event.
-func parseFlags(ev *Event) error {
-	exts := ev.CloudEvent.Extensions()
+func parseFlags(ev *Event, exts map[string]any) error {
 	for name, dst := range map[string]*bool{contract.ExtFinalStateUnknown: &ev.FinalStateUnknown, contract.ExtTruncated: &ev.Truncated} {
 		if v, ok := exts[name]; ok {
 			b, err := types.ToBool(v)
