@@ -63,10 +63,11 @@ func benchStream(b *testing.B) jetstream.JetStream {
 }
 
 // BenchmarkBootstrap compares, on one stream of 10,000 ConfigMaps, what a
-// State costs to bootstrap from the last message per subject with the two
-// baselines measured in the same run: reading the same messages with a
-// plain pull consumer and nothing else (raw), and the same plus
-// encoding/json decoding each object into a corev1.ConfigMap (json).
+// State costs to bootstrap (its default, a full replay, reads here the
+// same messages as the last per subject) with the two baselines measured
+// in the same run: reading the same messages with a plain pull consumer
+// and nothing else (raw), and the same plus encoding/json decoding each
+// object into a corev1.ConfigMap (json).
 //
 //	go test -run '^$' -bench Bootstrap -benchtime 5x -count 3 ./pkg/consume
 func BenchmarkBootstrap(b *testing.B) {

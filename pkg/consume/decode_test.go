@@ -1,6 +1,7 @@
 package consume
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 	"strings"
@@ -201,5 +202,27 @@ func TestDecodedObjectsKeepNoHeader(t *testing.T) {
 		if inHeader(obj.APIVersion) || inHeader(obj.Kind) {
 			t.Errorf("%s's TypeMeta %+v is a piece of the header block", name, obj.TypeMeta)
 		}
+	}
+}
+
+// TestDecodeTypedAsLenientAsEncodingJSON checks that typed objects, which
+// JSON v2 decodes (typedJSON), still accept what encoding/json accepted
+// and a producer other than the bridge might send: a name given twice
+// (the last wins) and bytes that are not UTF-8 (replaced).
+func TestDecodeTypedAsLenientAsEncodingJSON(t *testing.T) {
+	f := newFab(t, &memStore{})
+	f.added(cm("ns", "a", "u1", "10"))
+	m := f.msgs[0]
+	m.Data = bytes.Replace(m.Data, []byte(`"data":{`), []byte("\"data\":{\"rv\":\"9\",\"odd\":\"\xff\","), 1)
+	if !bytes.Contains(m.Data, []byte("odd")) {
+		t.Fatalf("the data has no data field: %s", m.Data)
+	}
+	ev, err := memClient(t).Decode(1, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := ev.Object.(*corev1.ConfigMap).Data
+	if data["rv"] != "10" || data["odd"] != "\uFFFD" {
+		t.Errorf("data %q, want rv 10 (the later of two) and odd U+FFFD", data)
 	}
 }
