@@ -133,9 +133,9 @@ func (r *reader) next(ctx context.Context, wait time.Duration) (msg, error) {
 
 // stallAfter is how long a reader waits in vain for a message the stream
 // holds before it takes its pull as lost. A pull the server serves sends
-// its batch at once: seen in hack/bench/fanout, a bootstrap's consumer
-// that had delivered 20,004 messages of a stream being written delivered
-// nothing more, until replaced.
+// its batch at once. Seen in hack/bench/fanout: a last-per-subject
+// bootstrap stopped after 20,004 messages, until replaced; the server
+// waits at each listed message removed meanwhile (see LastPerSubject).
 const stallAfter = 10 * time.Second
 
 // replaceStalled replaces the consumer when nothing came for stallAfter
