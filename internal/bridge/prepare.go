@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"k8s.io/client-go/tools/cache"
@@ -74,7 +75,13 @@ func (b *Bridge) buildSources(ctx context.Context, watches []watch) error {
 	b.updates = map[*informers.Resource]encode.UpdateData{}
 	for _, w := range watches {
 		queue, srcTransform, gate := b.withRules(ctx, w, transform, ruleMetrics)
-		src, err := informers.NewSource(b.kube.Clients, w.resource, w.scope, srcTransform, queue, sourceOpts...)
+		opts := sourceOpts
+		if gate != nil {
+			// The gate reads every object's content: a custom
+			// resource's is cached as it is, not compacted.
+			opts = append(slices.Clip(opts), informers.WithUnstructuredCache())
+		}
+		src, err := informers.NewSource(b.kube.Clients, w.resource, w.scope, srcTransform, queue, opts...)
 		if err != nil {
 			return err
 		}

@@ -148,8 +148,9 @@ func (g *ruleGate) failed(rule string, obj runtime.Object, err error) {
 }
 
 // content is obj's unstructured content: what ruleTransform caches for a
-// type with rules, or, for a dynamic informer's type, the content its
-// compact object decodes to (the caller's own). Nil for anything else.
+// type with rules (the bridge builds its Source WithUnstructuredCache),
+// or the content a Compact object decodes to (the caller's own). Nil for
+// anything else.
 func content(obj runtime.Object) map[string]any {
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:

@@ -152,14 +152,14 @@ func shardSelectorOf(list runtime.Object) string {
 // filtered by owns (and, with selector, by the apiserver): typed
 // (protobuf, from Clients.Config) for the types client-go's scheme knows,
 // dynamic for the others.
-func ownedInformer(owns Owns, selector *ShardSelector, filtered func(bool), foreign func(int)) func(Clients, *Resource, string, func(*metav1.ListOptions), cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
-	return func(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
+func ownedInformer(owns Owns, selector *ShardSelector, filtered func(bool), foreign func(int)) func(Clients, *Resource, string, func(*metav1.ListOptions), cache.TransformFunc, bool) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
+	return func(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc, compact bool) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
 		lw, example, typed, err := listWatch(clients, res, ns, tweak)
 		if err != nil {
 			return nil, nil, false, err
 		}
 		inf := cache.NewSharedIndexInformer(ownedListWatch{lw: lw, owns: owns, selector: selector, filtered: filtered, foreign: foreign, probe: &sync.Once{}}, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-		if !typed {
+		if !typed && compact {
 			transform = compacting(transform)
 		}
 		if transform != nil {
@@ -209,8 +209,9 @@ func listWatch(clients Clients, res *Resource, ns string, tweak func(*metav1.Lis
 
 // newInformer builds res's informer in namespace ns (all when empty) from
 // client-go's informer factories: typed when the typed clients know the
-// type, else dynamic.
-func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
+// type, else dynamic, whose cache holds Compact objects when compact is
+// set.
+func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc, compact bool) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
 	if clients.Typed != nil {
 		opts := []kinformers.SharedInformerOption{kinformers.WithNamespace(ns), kinformers.WithTweakListOptions(tweak)}
 		if transform != nil {
@@ -226,9 +227,13 @@ func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.L
 	}
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(clients.Dynamic, 0, ns, tweak)
 	inf := f.ForResource(res.GVR).Informer()
-	// The cache holds Compact objects, not Unstructured ones.
-	if err := inf.SetTransform(compacting(transform)); err != nil {
-		return nil, nil, false, fmt.Errorf("%s: set transform: %w", res, err)
+	if compact {
+		transform = compacting(transform)
+	}
+	if transform != nil {
+		if err := inf.SetTransform(transform); err != nil {
+			return nil, nil, false, fmt.Errorf("%s: set transform: %w", res, err)
+		}
 	}
 	return inf, f.Start, false, nil
 }

@@ -71,6 +71,9 @@ type Source struct {
 	// refuses; serverFiltered records whether the last list was filtered.
 	shardSelector  *ShardSelector
 	serverFiltered atomic.Int32
+	// unstructured keeps a dynamic type's objects as Unstructured in the
+	// cache, instead of Compact (WithUnstructuredCache).
+	unstructured bool
 }
 
 // Observer is told what a Source sees. It must be safe for concurrent use
@@ -104,6 +107,14 @@ func WithObserver(o Observer) SourceOption {
 
 // SourceOption configures a Source.
 type SourceOption func(*Source) error
+
+// WithUnstructuredCache caches a dynamic type's objects as Unstructured
+// rather than Compact: for a caller that reads every object's content
+// (the bridge's rules), which a Compact object would decode from its
+// JSON at every read.
+func WithUnstructuredCache() SourceOption {
+	return func(s *Source) error { s.unstructured = true; return nil }
+}
 
 // WithClock sets the clock that stamps ObservedAt (tests pin it).
 func WithClock(now func() time.Time) SourceOption {
@@ -152,7 +163,7 @@ func NewSource(clients Clients, res *Resource, scope Scope, transform cache.Tran
 			}
 			newInf = ownedInformer(owns, sel, s.listFiltered, s.foreignOf(res))
 		}
-		inf, start, typed, err := newInf(clients, res, ns, tweak, transform)
+		inf, start, typed, err := newInf(clients, res, ns, tweak, transform, !s.unstructured)
 		if err != nil {
 			return nil, err
 		}

@@ -113,9 +113,9 @@ func cm(ns, name, resourceVersion string) *corev1.ConfigMap {
 
 // startSource builds a Source, runs it until the test ends and waits for
 // its initial list.
-func startSource(t *testing.T, clients Clients, res *Resource, scope Scope, transform cache.TransformFunc, q Queue) *Source {
+func startSource(t *testing.T, clients Clients, res *Resource, scope Scope, transform cache.TransformFunc, q Queue, opts ...SourceOption) *Source {
 	t.Helper()
-	s, err := NewSource(clients, res, scope, transform, q, WithClock(pinnedClock))
+	s, err := NewSource(clients, res, scope, transform, q, append([]SourceOption{WithClock(pinnedClock)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -638,6 +638,34 @@ func TestNewSourceWithoutUsableClient(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if s, err := NewSource(c.clients, c.res, Scope{Namespaces: []string{"a"}}, nil, &recordQueue{}); err == nil {
 				t.Errorf("NewSource = %+v, want an error", s)
+			}
+		})
+	}
+}
+
+// TestSourceUnstructuredCache: WithUnstructuredCache keeps a custom
+// resource as the transform left it, an Unstructured, where the cache
+// otherwise holds Compact objects (TestSourceDynamicCustomResource).
+func TestSourceUnstructuredCache(t *testing.T) {
+	for name, opts := range map[string][]SourceOption{
+		"plain": {WithUnstructuredCache()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pre := widget("a", "w1", "1")
+			pre.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "m"}})
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{widgets.GVR: "WidgetList"}, pre)
+			s := startSource(t, Clients{Dynamic: dyn}, widgets, Scope{}, TransformOptions{StripManagedFields: true}.Transform(), &recordQueue{}, opts...)
+			objs := s.List()
+			if len(objs) != 1 {
+				t.Fatalf("List() = %v", objs)
+			}
+			u, ok := objs[0].(*unstructured.Unstructured)
+			if !ok {
+				t.Fatalf("cached object is %T, want *unstructured.Unstructured", objs[0])
+			}
+			if u.GetName() != "w1" || len(u.GetManagedFields()) != 0 {
+				t.Errorf("cached widget %v (transform not applied?)", u.Object)
 			}
 		})
 	}
