@@ -4,15 +4,19 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubebridge/kubebridge/internal/bridgetest"
@@ -64,14 +68,16 @@ func TestControllerOnBothSources(t *testing.T) {
 			t.Fatalf("%s: %v", source, err)
 		}
 		t.Cleanup(cleanup)
-		c, err := NewController(ctx, informer)
+		// The controllers log a line per reconcile; a failure's message
+		// must not drown in them.
+		c, err := NewController(klog.NewContext(ctx, logr.Discard()), informer)
 		if err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan struct{}, 2)
 		go func() { informer.RunWithContext(ctx); done <- struct{}{} }()
 		go func() {
-			if err := c.Run(ctx, f.workers); err != nil {
+			if err := c.Run(klog.NewContext(ctx, logr.Discard()), f.workers); err != nil {
 				t.Errorf("%s: %v", source, err)
 			}
 			done <- struct{}{}
@@ -116,8 +122,45 @@ func TestControllerOnBothSources(t *testing.T) {
 		return maps.Equal(api, want) && maps.Equal(overNATS, want), nil
 	})
 	if err != nil {
-		t.Fatalf("after 90s the controller on the apiserver reconciled %v,\nover NATS %v,\nwant %v", api, overNATS, want)
+		t.Fatalf("after 90s the controllers' last reconciles differ from the apiserver's list:\non the apiserver: %s\nover NATS: %s",
+			reconcileDiff(api, want), reconcileDiff(overNATS, want))
 	}
+}
+
+// reconcileDiff says in a line where got differs from want: the CI log
+// keeps the head of a failed test's output, so the message must be short.
+func reconcileDiff(got, want map[cache.ObjectName]string) string {
+	rv := func(m map[cache.ObjectName]string, k cache.ObjectName) string {
+		v, ok := m[k]
+		switch {
+		case !ok:
+			return "never reconciled"
+		case v == "":
+			return "gone"
+		}
+		return "resourceVersion " + v
+	}
+	var diffs []string
+	for _, k := range slices.SortedFunc(maps.Keys(mergeKeys(got, want)), func(a, b cache.ObjectName) int { return strings.Compare(a.String(), b.String()) }) {
+		if g, w := rv(got, k), rv(want, k); g != w {
+			diffs = append(diffs, fmt.Sprintf("%s: %s, want %s", k.Name, g, w))
+		}
+	}
+	if len(diffs) == 0 {
+		return "as listed"
+	}
+	return strings.Join(diffs, "; ")
+}
+
+func mergeKeys(a, b map[cache.ObjectName]string) map[cache.ObjectName]bool {
+	keys := make(map[cache.ObjectName]bool, len(a)+len(b))
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	return keys
 }
 
 // runBridge runs the bridge on the namespace's ConfigMaps until the test
