@@ -32,7 +32,10 @@ type bench struct {
 	dir                        string
 	self, bridgeBin            string
 	serverVersion, natsVersion string
-	pids                       serverPIDs
+	// natsProfURL is nats-server's CPU profile endpoint, with
+	// -nats-cpuprofile.
+	natsProfURL string
+	pids        serverPIDs
 }
 
 // serverPIDs are the processes every setup measures.
@@ -102,12 +105,17 @@ func (b *bench) startNATS(ctx context.Context) error {
 			return err
 		}
 	}
-	ports, err := freeport.Pick(2)
+	ports, err := freeport.Pick(3)
 	if err != nil {
 		return err
 	}
 	config := fmt.Sprintf("server_name: fanout\nlisten: \"127.0.0.1:%d\"\nhttp: \"127.0.0.1:%d\"\njetstream { store_dir: %q }\n",
 		ports[0], ports[1], filepath.Join(b.dir, "nats-store"))
+	if b.o.natsProfiles != "" {
+		// nats-server serves net/http/pprof on its profiling port only.
+		config += fmt.Sprintf("prof_port: %d\n", ports[2])
+		b.natsProfURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile", ports[2])
+	}
 	if b.nats, err = testenv.StartNATSProcess(ctx, bin, b.dir, natsName, config, ports[0], ports[1]); err != nil {
 		return err
 	}

@@ -37,6 +37,9 @@ type options struct {
 	// heapProfiles is -heapprofile: where each consumer writes its heap
 	// profile as it ends ("" for none).
 	heapProfiles string
+	// natsProfiles is -nats-cpuprofile: where nats-server's CPU profile
+	// over each stream setup's churn is written ("" for none).
+	natsProfiles string
 	// bootstrap is -bootstrap: how a stream consumer bootstraps.
 	bootstrap string
 }
@@ -60,6 +63,7 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.natsBin, "nats-server", "", "nats-server binary (default: build the module's)")
 	fs.StringVar(&o.bootstrap, "bootstrap", "full-replay", "how a stream consumer bootstraps: full-replay (pkg/consume's default) or last-per-subject")
 	fs.StringVar(&o.heapProfiles, "heapprofile", "", "a directory where every consumer writes <setup>-<consumer>.pprof, its heap after a GC as it ends, for `go tool pprof -sample_index=inuse_space`")
+	fs.StringVar(&o.natsProfiles, "nats-cpuprofile", "", "a directory where nats-server's CPU profile over each stream setup's churn is written, as <setup>-nats-server.pprof (nats-server's prof_port)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -142,10 +142,12 @@ func (b *bench) measureSetup(ctx context.Context, s setup, r *running, out *outc
 	if err != nil {
 		return err
 	}
+	profiled := b.profileNATS(ctx, s)
 	newOne := make(chan newConsumer, 1)
 	go func() { newOne <- b.startNewConsumer(ctx, s) }()
 	churnErr := b.runChurn(ctx, s)
 	n := <-newOne
+	churnErr = errors.Join(churnErr, <-profiled)
 	if n.c != nil {
 		r.consumers = append(r.consumers, n.c)
 	}
