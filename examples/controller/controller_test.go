@@ -61,6 +61,7 @@ func TestControllerOnBothSources(t *testing.T) {
 	runBridge(t, env, f)
 
 	controllers := map[string]*Controller{}
+	var synced []cache.InformerSynced
 	for _, source := range []string{"apiserver", "nats"} {
 		f.source = source
 		informer, cleanup, err := newInformer(f)
@@ -84,6 +85,13 @@ func TestControllerOnBothSources(t *testing.T) {
 		}()
 		t.Cleanup(func() { cancel(); <-done; <-done })
 		controllers[source] = c
+		synced = append(synced, informer.HasSynced)
+	}
+	// The changes start once both caches hold the ConfigMaps: a ConfigMap
+	// deleted before an informer listed is never seen by its controller
+	// (CI failed so once, the NATS informer's list being slow).
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		t.Fatal("the informers' caches did not sync")
 	}
 
 	want := map[cache.ObjectName]string{}
