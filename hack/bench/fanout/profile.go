@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -44,8 +45,7 @@ func fetchProfile(ctx context.Context, url, path string) error {
 		return err
 	}
 	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
+		return errors.Join(err, f.Close())
 	}
 	logf("nats-server's CPU profile over the churn: %s", path)
 	return f.Close()
