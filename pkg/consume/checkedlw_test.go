@@ -74,11 +74,7 @@ func (c *checkedListWatch) Watch(o metav1.ListOptions) (watch.Interface, error) 
 
 func (c *checkedListWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	o.LabelSelector = c.selector
-	// The counters start over with every list.
-	s := c.Stats()
-	c.mu.Lock()
-	c.swept += s.Swept
-	c.mu.Unlock()
+	c.newSession()
 	list, err := c.ListWatch.ListWithContext(ctx, o)
 	if err != nil {
 		return nil, err
@@ -87,6 +83,22 @@ func (c *checkedListWatch) ListWithContext(ctx context.Context, o metav1.ListOpt
 	if err != nil {
 		return nil, err
 	}
+	c.listed(items, list.(metav1.ListInterface).GetResourceVersion())
+	return list, nil
+}
+
+// newSession counts the sweeps of the session a List or a watch-list
+// ends: the counters start over with every one.
+func (c *checkedListWatch) newSession() {
+	s := c.Stats()
+	c.mu.Lock()
+	c.swept += s.Swept
+	c.mu.Unlock()
+}
+
+// listed takes items, a List's or a watch-list's initial objects at
+// resourceVersion rv, as what the reflector holds.
+func (c *checkedListWatch) listed(items []runtime.Object, rv string) {
 	stats := c.Stats()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -99,12 +111,11 @@ func (c *checkedListWatch) ListWithContext(ctx context.Context, o metav1.ListOpt
 		c.held[m.GetNamespace()+"/"+m.GetName()] = m.GetResourceVersion()
 		c.uid(m)
 	}
-	for k, rv := range before {
+	for k, heldRV := range before {
 		if _, ok := c.held[k]; !ok {
-			c.dropped = append(c.dropped, fmt.Sprintf("list %d (at %s; %+v) drops %s (uid %s), held at %s", c.lists, list.(metav1.ListInterface).GetResourceVersion(), stats, k, c.uids[k], rv))
+			c.dropped = append(c.dropped, fmt.Sprintf("list %d (at %s; %+v) drops %s (uid %s), held at %s", c.lists, rv, stats, k, c.uids[k], heldRV))
 		}
 	}
-	return list, nil
 }
 
 // drops returns what the lists dropped (see dropped).
@@ -123,6 +134,12 @@ func (c *checkedListWatch) WatchWithContext(ctx context.Context, o metav1.ListOp
 	if c.gone[n] {
 		return nil, apierrors.NewResourceExpired(fmt.Sprintf("test: watch %d is gone", n))
 	}
+	// A watch-list (the reflector's default) lists by streaming: its
+	// initial events, up to the bookmark that ends them, are not cut.
+	initial := o.SendInitialEvents != nil && *o.SendInitialEvents
+	if initial {
+		c.newSession()
+	}
 	w, err := c.ListWatch.WatchWithContext(ctx, o)
 	if err != nil {
 		return nil, err
@@ -132,14 +149,53 @@ func (c *checkedListWatch) WatchWithContext(ctx context.Context, o metav1.ListOp
 	if n%3 != 0 {
 		progress = nil
 	}
-	go cw.run(1+n%5, c.check, progress)
+	check := c.check
+	if initial {
+		check = c.streamed()
+	}
+	go cw.run(1+n%5, check, progress)
 	return cw, nil
 }
 
-// check records what an apiserver's watch would not send.
-func (c *checkedListWatch) check(ev watch.Event) {
+// streamed checks the events of a watch-list: the initial objects, taken
+// as a list at the bookmark that ends them, and then what follows as
+// check does. It reports whether the initial events have ended.
+func (c *checkedListWatch) streamed() func(watch.Event) bool {
+	var items []runtime.Object
+	ended := false
+	return func(ev watch.Event) bool {
+		switch {
+		case ended:
+			return c.check(ev)
+		case ev.Type == watch.Added:
+			items = append(items, ev.Object)
+		case ev.Type == watch.Bookmark:
+			m := ev.Object.(metav1.Object)
+			if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+				c.listed(items, m.GetResourceVersion())
+				ended = true
+				return true
+			}
+		default:
+			c.mu.Lock()
+			c.errs = append(c.errs, fmt.Sprintf("%s among a watch-list's initial events", ev.Type))
+			c.mu.Unlock()
+		}
+		return false
+	}
+}
+
+// check records what an apiserver's watch would not send. It reports
+// that the event counts towards the watch's cut.
+func (c *checkedListWatch) check(ev watch.Event) bool {
 	if ev.Type == watch.Error {
-		return
+		return true
+	}
+	if ev.Type == watch.Bookmark {
+		c.mu.Lock()
+		c.errs = append(c.errs, "a bookmark after a watch-list's initial events")
+		c.mu.Unlock()
+		return true
 	}
 	m := ev.Object.(metav1.Object)
 	k, rv := m.GetNamespace()+"/"+m.GetName(), m.GetResourceVersion()
@@ -163,6 +219,7 @@ func (c *checkedListWatch) check(ev watch.Event) {
 		c.held[k] = rv
 		c.uid(m)
 	}
+	return true
 }
 
 // uid records the uid of the object held at m's key.
@@ -182,16 +239,16 @@ type cutWatch struct {
 	once  sync.Once
 }
 
-// run passes on n events. Before it stops the watch, it waits a little
-// (given progress, the stream sequence the ListWatch applied up to) for
-// the ListWatch to apply one more message, so that the events it makes
-// wait in the ListWatch's queue for the next watch: a reflector may stop a
-// watch at any moment.
-func (w *cutWatch) run(n int, check func(watch.Event), progress func() uint64) {
+// run passes on n events that check counts. Before it stops the watch,
+// it waits a little (given progress, the stream sequence the ListWatch
+// applied up to) for the ListWatch to apply one more message, so that the
+// events it makes wait in the ListWatch's queue for the next watch: a
+// reflector may stop a watch at any moment.
+func (w *cutWatch) run(n int, check func(watch.Event) bool, progress func() uint64) {
 	defer close(w.out)
 	defer w.inner.Stop()
 	var at uint64
-	for range n {
+	for n > 0 {
 		var ev watch.Event
 		select {
 		case e, ok := <-w.inner.ResultChan():
@@ -207,7 +264,9 @@ func (w *cutWatch) run(n int, check func(watch.Event), progress func() uint64) {
 		}
 		select {
 		case w.out <- ev:
-			check(ev)
+			if check(ev) {
+				n--
+			}
 		case <-w.stop:
 			return
 		}

@@ -151,9 +151,11 @@
 // and so changes nothing (see Applier); the next snapshot's end marker
 // sweeps the object held.
 //
-// A ListWatch does not serve watch-list streaming (the reflector lists
-// instead), bookmarks, paging (a list comes whole) or field selectors on
-// other fields.
+// A ListWatch serves client-go's watch-list streaming (its reflector's
+// default), so that the informer's cache holds the ListWatch's objects
+// rather than copies made from a list. It does not serve bookmarks other
+// than the one that ends the initial events, paging (a list comes whole)
+// or field selectors on other fields.
 //
 // # Dependencies
 //

@@ -47,10 +47,19 @@ import (
 // resourceVersion gets 410 Gone, and the reflector lists again. Each List
 // starts over from the stream.
 //
+// # Watch-list streaming
+//
+// A Watch with sendInitialEvents (client-go's WatchListClient, on by
+// default) starts over from a new bootstrap, as a List does, and streams
+// the state instead of returning it: an Added event per object, then a
+// Bookmark annotated k8s.io/initial-events-end at the resourceVersion the
+// state is consistent at, then the changes that follow, as the API server
+// does. The reflector's store then holds the ListWatch's own objects: no
+// list is built, and no copy of each object made from it.
+//
 // One ListWatch serves one reflector: calls must not overlap (a Watch
 // stops the previous one), as a reflector makes them. Nothing is read
-// between watches. A ListWatch does not support watch-list streaming
-// (client-go's WatchListClient): a reflector lists.
+// between watches.
 type ListWatch struct {
 	c       *Client
 	f       filter
@@ -88,10 +97,6 @@ func (c *Client) NewListWatch(f Filter, example runtime.Object, opts ...ListWatc
 	}
 	return &ListWatch{c: c, f: pf, opts: o, example: example}, nil
 }
-
-// IsWatchListSemanticsUnSupported tells client-go's reflector to list
-// rather than ask Watch for a stream of initial events.
-func (lw *ListWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 // Stats returns the counters of the Applier of the last List (they start
 // over at every List); zero before the first.
@@ -178,16 +183,15 @@ func (lw *ListWatch) endSession() {
 }
 
 // WatchWithContext returns the watch events that follow the last List, or
-// the last event delivered (see Resuming). It honours options'
-// timeoutSeconds: the watch then ends, as the API server ends it, and the
-// reflector watches again from where it was. Bookmarks are not sent.
+// the last event delivered (see Resuming); with sendInitialEvents, those
+// of a new bootstrap first (see Watch-list streaming). It honours
+// options' timeoutSeconds: the watch then ends, as the API server ends
+// it, and the reflector watches again from where it was. The only
+// bookmark sent is the one that ends the initial events.
 func (lw *ListWatch) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 	sel, err := parseSelectors(options)
 	if err != nil {
 		return nil, err
-	}
-	if options.SendInitialEvents != nil && *options.SendInitialEvents {
-		return nil, apierrors.NewBadRequest("consume: a ListWatch does not stream initial events; list first")
 	}
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
@@ -198,6 +202,13 @@ func (lw *ListWatch) WatchWithContext(ctx context.Context, options metav1.ListOp
 		s.stopWatch()
 	}
 	switch {
+	case options.SendInitialEvents != nil && *options.SendInitialEvents:
+		// Whatever resourceVersion the reflector asks not to be older
+		// than, the newest state is not.
+		if s, err = lw.relist(ctx, sel); err != nil {
+			return nil, err
+		}
+		s.queueInitial(true)
 	case s != nil && s.resumes(rv):
 		if s.sel.String() != sel.String() {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("consume: watch with selectors %q after a list with %q", sel, s.sel))
@@ -206,7 +217,7 @@ func (lw *ListWatch) WatchWithContext(ctx context.Context, options metav1.ListOp
 		if s, err = lw.relist(ctx, sel); err != nil {
 			return nil, err
 		}
-		s.queueInitial()
+		s.queueInitial(false)
 	default:
 		// Gone, as from the API server: the reflector lists again.
 		return nil, apierrors.NewResourceExpired(fmt.Sprintf("consume: resourceVersion %s is neither the last List's nor that of the last event this ListWatch delivered", rv))

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
@@ -27,6 +28,7 @@ type session struct {
 	f           filter
 	sel         selectors
 	exampleType reflect.Type
+	exampleGVK  schema.GroupVersionKind
 	a           *Applier
 
 	// pos is the stream sequence up to which messages were applied.
@@ -48,7 +50,8 @@ type session struct {
 }
 
 func newSession(f filter, sel selectors, example runtime.Object) *session {
-	return &session{f: f, sel: sel, exampleType: reflect.TypeOf(example), visible: map[string]string{}}
+	return &session{f: f, sel: sel, exampleType: reflect.TypeOf(example), exampleGVK: example.GetObjectKind().GroupVersionKind(),
+		visible: map[string]string{}}
 }
 
 // bootstrap rebuilds the state with st, which must not have run: st runs
@@ -91,13 +94,31 @@ func (s *session) list(objs []any, seq uint64) {
 }
 
 // queueInitial puts an Added event for every listed object before the
-// queued events: a watch from "" or "0" starts with them.
-func (s *session) queueInitial() {
-	initial := make([]watch.Event, 0, len(s.items)+len(s.queue))
+// queued events: a watch from "" or "0" starts with them. With
+// endBookmark they are followed by the bookmark that ends a watch-list's
+// initial events.
+func (s *session) queueInitial(endBookmark bool) {
+	initial := make([]watch.Event, 0, len(s.items)+1+len(s.queue))
 	for _, obj := range s.items {
 		initial = append(initial, watch.Event{Type: watch.Added, Object: obj})
 	}
+	if endBookmark {
+		initial = append(initial, watch.Event{Type: watch.Bookmark, Object: s.initialEventsEnd()})
+	}
 	s.queue, s.items = append(initial, s.queue...), nil
+}
+
+// initialEventsEnd is the bookmark that ends the initial events, as the
+// API server sends it: an object of the watched type holding only the
+// list's resourceVersion and the k8s.io/initial-events-end annotation.
+func (s *session) initialEventsEnd() runtime.Object {
+	obj := reflect.New(s.exampleType.Elem()).Interface().(runtime.Object)
+	obj.GetObjectKind().SetGroupVersionKind(s.exampleGVK)
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetResourceVersion(s.listRV)
+		m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	}
+	return obj
 }
 
 // resumes reports whether a watch from rv goes on where the reflector is.
