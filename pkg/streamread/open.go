@@ -26,9 +26,8 @@ type Consumer struct {
 }
 
 // Open creates a pull consumer on s with cfg, durable (created or updated)
-// when cfg.Durable is set, else ephemeral with an inactivity threshold and
-// its state in memory, and then reads the stream's last sequence. Its
-// errors name the stream.
+// when cfg.Durable is set, else ephemeral with an inactivity threshold, and
+// then reads the stream's last sequence. Its errors name the stream.
 func Open(ctx context.Context, s jetstream.Stream, cfg jetstream.ConsumerConfig) (*Consumer, error) {
 	name := s.CachedInfo().Config.Name
 	var c jetstream.Consumer
@@ -39,12 +38,6 @@ func Open(ctx context.Context, s jetstream.Stream, cfg jetstream.ConsumerConfig)
 		if cfg.InactiveThreshold == 0 {
 			cfg.InactiveThreshold = inactiveThreshold
 		}
-		// On a file stream the server otherwise writes an ephemeral
-		// consumer's state to a file (a new file, then a rename) as it
-		// delivers: 23% of nats-server's CPU in hack/bench/fanout with 20
-		// readers. No reader resumes from that state: one the server
-		// lost is created again where its reader was.
-		cfg.MemoryStorage = true
 		c, err = s.CreateConsumer(ctx, cfg)
 	}
 	if err != nil {

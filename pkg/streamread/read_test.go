@@ -113,19 +113,3 @@ func TestReadEmpty(t *testing.T) {
 		t.Errorf("err %v, %d calls; want none", err, calls)
 	}
 }
-
-// TestOpenKeepsEphemeralStateInMemory: an ephemeral consumer's state is
-// not written to the store as it delivers; a durable one's is.
-func TestOpenKeepsEphemeralStateInMemory(t *testing.T) {
-	_, s := newStream(t)
-	for _, durable := range []string{"", "reader"} {
-		c, err := streamread.Open(context.Background(), s, jetstream.ConsumerConfig{Durable: durable, AckPolicy: jetstream.AckExplicitPolicy})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := c.CachedInfo().Config.MemoryStorage, durable == ""; got != want {
-			t.Errorf("durable %q: memory storage %v, want %v", durable, got, want)
-		}
-		c.Delete(context.Background())
-	}
-}
