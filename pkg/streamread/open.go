@@ -38,6 +38,12 @@ func Open(ctx context.Context, s jetstream.Stream, cfg jetstream.ConsumerConfig)
 		if cfg.InactiveThreshold == 0 {
 			cfg.InactiveThreshold = inactiveThreshold
 		}
+		// Its state is stored as the stream is (not MemoryStorage, which
+		// would spare a file stream's server writing it: 23% of
+		// nats-server's CPU in hack/bench/fanout with 20 readers), so
+		// that it outlives a restart of the server: a pkg/consume reader
+		// whose consumer was lost notices only when heartbeats stop,
+		// after 30 s instead of 1.5 s.
 		c, err = s.CreateConsumer(ctx, cfg)
 	}
 	if err != nil {
