@@ -259,15 +259,12 @@ function printState() {
 // subjects, then
 // every new one. Not an ordered consumer: after a gap it would recreate
 // itself from the next stream sequence, which is not the last per subject.
-// Ephemeral: this state lives in memory and is rebuilt on every start; so
-// does the consumer's (mem_storage), which nats-server would otherwise
-// write to a file as it delivers.
+// Ephemeral: this state lives in memory and is rebuilt on every start.
 const info = await jsm.consumers.add(stream, {
   filter_subjects: [`${type}.>`, ...termSubjects],
   deliver_policy: DeliverPolicy.LastPerSubject,
   ack_policy: AckPolicy.None,
   inactive_threshold: nanos(60_000),
-  mem_storage: true,
 });
 // After the consumer exists, so that every term marker older than the
 // messages it delivers is read.
