@@ -148,8 +148,10 @@ func reconcileDiff(got, want map[cache.ObjectName]string) string {
 		}
 		return "resourceVersion " + v
 	}
+	keys := maps.Clone(want)
+	maps.Copy(keys, got)
 	var diffs []string
-	for _, k := range slices.SortedFunc(maps.Keys(mergeKeys(got, want)), func(a, b cache.ObjectName) int { return strings.Compare(a.String(), b.String()) }) {
+	for _, k := range slices.SortedFunc(maps.Keys(keys), func(a, b cache.ObjectName) int { return strings.Compare(a.String(), b.String()) }) {
 		if g, w := rv(got, k), rv(want, k); g != w {
 			diffs = append(diffs, fmt.Sprintf("%s: %s, want %s", k.Name, g, w))
 		}
@@ -158,17 +160,6 @@ func reconcileDiff(got, want map[cache.ObjectName]string) string {
 		return "as listed"
 	}
 	return strings.Join(diffs, "; ")
-}
-
-func mergeKeys(a, b map[cache.ObjectName]string) map[cache.ObjectName]bool {
-	keys := make(map[cache.ObjectName]bool, len(a)+len(b))
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	return keys
 }
 
 // runBridge runs the bridge on the namespace's ConfigMaps until the test

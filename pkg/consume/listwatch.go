@@ -98,8 +98,8 @@ func (c *Client) NewListWatch(f Filter, example runtime.Object, opts ...ListWatc
 	return &ListWatch{c: c, f: pf, opts: o, example: example}, nil
 }
 
-// Stats returns the counters of the Applier of the last List (they start
-// over at every List); zero before the first.
+// Stats returns the counters of the Applier of the last List or
+// watch-list (they start over at every one); zero before the first.
 func (lw *ListWatch) Stats() Stats {
 	if a := lw.applier.Load(); a != nil {
 		return a.Stats()
