@@ -72,6 +72,7 @@ func (w *world) supervise() {
 func (w *world) launch(r *robustPod) {
 	r.starts++
 	r.b = w.h.launchBridge(r.vars)
+	w.procs = append(w.procs, &robustProc{b: r.b, started: time.Now()})
 	w.note("%s started as %s", r.pod, r.b.name)
 }
 

@@ -60,7 +60,8 @@ func sortedKeys[V any](m map[string]V) []string {
 // report writes the run's report to its directory: summary.md (the
 // figures), timeline.txt (every fault and process start and exit),
 // violations.md (each violation beside its object's history and
-// messages) and plot.svg (lag and memory over time, faults marked).
+// messages), plot.svg (lag and memory over time, faults marked) and each
+// bridge process's log (bridge-N.log).
 func (w *world) report(msgs []replay.Message, hist *history, violations []violation) robustReport {
 	r := robustReport{seed: w.opts.seed, duration: time.Since(w.began), faults: map[string]int{}, violations: map[string]int{},
 		versions: len(hist.versions), messages: len(msgs)}
@@ -92,6 +93,11 @@ func (w *world) report(msgs []replay.Message, hist *history, violations []violat
 		"summary.md":    summaryPage(r),
 		"timeline.txt":  strings.Join(w.timeline, "\n") + "\n",
 		"violations.md": violationsPage(violations, msgs, hist),
+	}
+	// Every bridge process's log, for reading a violation against what
+	// the bridges did (the test's own log is cut in CI).
+	for _, p := range w.procs {
+		files[p.b.name+".log"] = p.b.output()
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(w.opts.reportDir, name), []byte(text), 0o644); err != nil {

@@ -368,6 +368,10 @@ type robustType struct {
 	apiVersion string
 	kind       string
 	typ        string // the type's subject prefix
+	// reflectorType is how client-go's reflector names the type in its
+	// log (see relistsIn): a typed informer's Go type, a dynamic one's
+	// GroupVersionResource.
+	reflectorType string
 	// selectable: the type has the label selector and the ignored
 	// annotation (the ConfigMaps), so flips and big objects apply.
 	selectable bool

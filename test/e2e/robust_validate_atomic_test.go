@@ -123,7 +123,7 @@ func (r *valRun) enteredBlind(o *valObject, from time.Time) bool {
 			start = vi
 		}
 	}
-	return start >= 0 && r.madeBlind(o.versions[start].at)
+	return start >= 0 && r.madeBlind(o.typ, o.versions[start].at)
 }
 
 // addedAfter tells whether the uid's first admitted message after message

@@ -58,7 +58,7 @@ func (r *valRun) checkReliable() []violation {
 }
 
 // reliableTallies is the reliable check's tally per type, for a report.
-func reliableTallies(msgs []replay.Message, hist *history, rules map[string]typeRules, blind []faultSpan) map[string]reliableTally {
+func reliableTallies(msgs []replay.Message, hist *history, rules map[string]typeRules, blind []blindSpan) map[string]reliableTally {
 	run := newValRun(msgs, hist, rules)
 	run.blind = blind
 	out := map[string]reliableTally{}
@@ -155,16 +155,19 @@ func (r *valRun) account(o *valObject, changes []valChange, episodes []valEpisod
 		return &t.superseded
 	case next == 0 && r.beforeTerm(o, c):
 		return &t.handover
-	case r.madeBlind(o.versions[c.v].at):
+	case r.madeBlind(o.typ, o.versions[c.v].at):
 		return &t.relisted
 	}
 	return &t.lost
 }
 
-// madeBlind tells whether a version seen at at was made while the bridges
-// could not watch.
-func (r *valRun) madeBlind(at time.Time) bool {
+// madeBlind tells whether a version of type typ seen at at was made while
+// the bridges could not watch that type.
+func (r *valRun) madeBlind(typ string, at time.Time) bool {
 	for _, f := range r.blind {
+		if f.typ != "" && f.typ != typ {
+			continue
+		}
 		if at.After(f.start.Add(-frameMargin)) && (f.end.IsZero() || at.Before(f.end.Add(frameMargin))) {
 			return true
 		}

@@ -33,7 +33,7 @@ func validateStream(msgs []replay.Message, hist *history, rules map[string]typeR
 // publish. The reliable check counts a change made in such a span (with a
 // margin) and followed by a message of its object as missed by a relist,
 // rather than lost.
-func validateStreamBlind(msgs []replay.Message, hist *history, rules map[string]typeRules, blind []faultSpan) []violation {
+func validateStreamBlind(msgs []replay.Message, hist *history, rules map[string]typeRules, blind []blindSpan) []violation {
 	run := newValRun(msgs, hist, rules)
 	run.blind = blind
 	var out []violation
@@ -57,8 +57,8 @@ type valRun struct {
 	// firstTerm is the sequence of the first term marker of each cluster
 	// and shard ("cluster/shard").
 	firstTerm map[string]uint64
-	// blind are the spans the bridges could not watch in.
-	blind []faultSpan
+	// blind are the spans the bridges could not watch a type in.
+	blind []blindSpan
 	// termBegan is when each term's marker was stored: no bridge of that
 	// term published before.
 	termBegan map[uint64]time.Time

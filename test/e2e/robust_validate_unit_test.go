@@ -276,7 +276,7 @@ func valListed(vs []violation) string {
 func TestValidateRelistGap(t *testing.T) {
 	s := valCorrectScenario(t)
 	h3 := s.spec("item h s3").v
-	blind := faultSpan{name: "compaction", start: s.tick()}
+	blind := blindSpan{start: s.tick()}
 	s.update("h", setData("3")) // the relist sees only h5
 	s.create(valCM, "n", nil)   // created, then changed: the relist adds n2
 	s.wait(time.Second)
@@ -290,10 +290,20 @@ func TestValidateRelistGap(t *testing.T) {
 	if len(got) != 2 || got[0].check != "reliable" || got[0].uid != s.uidOf("h") || got[1].check != "reliable" || got[1].uid != s.uidOf("n") {
 		t.Errorf("without the blind span, want the two missed versions of h and n lost; got:%s", valListed(got))
 	}
-	if got := validateStreamBlind(msgs, &s.hist, s.rules, []faultSpan{blind}); len(got) != 0 {
+	if got := validateStreamBlind(msgs, &s.hist, s.rules, []blindSpan{blind}); len(got) != 0 {
 		t.Errorf("with the blind span, want no violation; got:%s", valListed(got))
 	}
-	if n := reliableTallies(msgs, &s.hist, s.rules, []faultSpan{blind})[valCM].relisted; n != 2 {
+	other := blind
+	other.typ = "kb.c.example_com.v1.widgets"
+	if got := validateStreamBlind(msgs, &s.hist, s.rules, []blindSpan{other}); len(got) != 2 {
+		t.Errorf("with a blind span of another type only, want the two missed versions lost; got:%s", valListed(got))
+	}
+	own := blind
+	own.typ = valCM
+	if got := validateStreamBlind(msgs, &s.hist, s.rules, []blindSpan{own}); len(got) != 0 {
+		t.Errorf("with a blind span of the ConfigMaps, want no violation; got:%s", valListed(got))
+	}
+	if n := reliableTallies(msgs, &s.hist, s.rules, []blindSpan{blind})[valCM].relisted; n != 2 {
 		t.Errorf("%d changes missed by a relist, want 2", n)
 	}
 }
@@ -337,7 +347,7 @@ func TestValidateSnapshotOfABlindCache(t *testing.T) {
 	s.begin(1, valCM, "s1")
 	s.item(1, "s1", a)
 	s.end(1, valCM, "s1", 1)
-	blind := faultSpan{name: "compaction", start: s.tick()}
+	blind := blindSpan{start: s.tick()}
 	z := s.create(valCM, "z", nil)
 	s.wait(3 * time.Second)
 	s.begin(1, valCM, "s2")
@@ -354,7 +364,7 @@ func TestValidateSnapshotOfABlindCache(t *testing.T) {
 	if got := validateStream(msgs, &s.hist, s.rules); len(got) != 1 || got[0].check != "atomic" || got[0].uid != s.uidOf("z") {
 		t.Errorf("without the blind span, want snapshot s2 missing z (atomic); got:%s", valListed(got))
 	}
-	if got := validateStreamBlind(msgs, &s.hist, s.rules, []faultSpan{blind}); len(got) != 0 {
+	if got := validateStreamBlind(msgs, &s.hist, s.rules, []blindSpan{blind}); len(got) != 0 {
 		t.Errorf("with the blind span, want no violation; got:%s", valListed(got))
 	}
 }

@@ -161,19 +161,3 @@ func (w *world) fail(why string) {
 	w.report(nil, w.hist.snapshot(w.tr.log()), nil)
 	w.t.Fatalf("robustness (seed %d): %s; timeline in %s", w.opts.seed, why, w.opts.reportDir)
 }
-
-// blindSpans are the faults during which the bridges could not watch the
-// apiserver (its restarts; their links cut in the compaction fault), and
-// a few seconds after, while their informers reconnect and relist: a
-// version made then that the relist no longer shows was never theirs to
-// publish (see validateStreamBlind).
-func (w *world) blindSpans() []faultSpan {
-	var out []faultSpan
-	for _, f := range w.faults {
-		if f.name == "restart-apiserver" || f.name == "compaction" {
-			f.end = f.end.Add(5 * time.Second)
-			out = append(out, f)
-		}
-	}
-	return out
-}

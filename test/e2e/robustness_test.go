@@ -110,6 +110,7 @@ type world struct {
 	leaseDuration             time.Duration
 
 	faults     []faultSpan
+	procs      []*robustProc // every bridge process, in the order started
 	samples    []procSample
 	timeline   []string
 	lastSample time.Time
@@ -134,9 +135,9 @@ func (w *world) offset(at time.Time) string {
 func robustTypes(h *harness) []robustType {
 	return []robustType{
 		{resource: "configmaps", gvr: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, apiVersion: "v1", kind: "ConfigMap",
-			typ: h.typeSubject("", "v1", "configmaps"), selectable: true, example: func() runtime.Object { return &corev1.ConfigMap{} }},
+			typ: h.typeSubject("", "v1", "configmaps"), reflectorType: "*v1.ConfigMap", selectable: true, example: func() runtime.Object { return &corev1.ConfigMap{} }},
 		{resource: "widgets.example.com", gvr: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, apiVersion: "example.com/v1", kind: "Widget",
-			typ: h.typeSubject("example.com", "v1", "widgets"), example: func() runtime.Object {
+			typ: h.typeSubject("example.com", "v1", "widgets"), reflectorType: "example.com/v1, Resource=widgets", example: func() runtime.Object {
 				return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget"}}
 			}},
 	}

@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// The spans in which a bridge could not watch a type. The apiserver's
+// restarts and the compaction fault break every informer's watch; an
+// informer whose resourceVersion the apiserver no longer serves relists,
+// and a relist shows only the newest version of each object, so the
+// versions made meanwhile and superseded before the list were never the
+// bridge's to publish (validateStreamBlind). How long that lasts is the
+// reflector's to decide: it retries with a jittered backoff that grows
+// with each failure and resets only after two calm minutes, so after a
+// run of faults a type can relist 15 s after the apiserver is back
+// (seed 11755: the Widgets a few seconds after the fixed 5 s window).
+// The replicas say when they listed: client-go's reflector logs "Caches
+// populated" at V(2), and they run at BRIDGE_LOG_VERBOSITY=2.
+
+// blindSpan is a time one type's informers could not watch.
+type blindSpan struct {
+	typ        string // the type's subject prefix; "" for every type
+	start, end time.Time
+}
+
+// relistGrace is how long after a fault healed a type counts as blind
+// when no replica logged a relist of it: the informers reconnect and
+// list in that time on a quiet run.
+const relistGrace = 5 * time.Second
+
+// maxRelistDelay bounds how long after a fault a logged list is taken as
+// its relist: the reflector's backoff is capped at 30 s, with a jitter of
+// up to as much again.
+const maxRelistDelay = time.Minute
+
+// populatedLine is client-go's reflector's line for a completed list
+// (reflector.go, "Caches populated"), in klog's text format: the
+// header's month, day and time, and the type's description.
+var populatedLine = regexp.MustCompile(`(?m)^I(\d{4} \d{2}:\d{2}:\d{2}\.\d{6})\s+\d+ reflector\.go:\d+\] "Caches populated" type="([^"]+)"`)
+
+// relist is one list a bridge process completed.
+type relist struct {
+	at   time.Time
+	what string // the reflector's type description
+}
+
+// relistsIn reads the lists a bridge's output logged. klog's header has
+// no year: it is taken from near, a time in the run.
+func relistsIn(output string, near time.Time) []relist {
+	var out []relist
+	for _, m := range populatedLine.FindAllStringSubmatch(output, -1) {
+		at, err := time.ParseInLocation("2006 0102 15:04:05.000000", fmt.Sprintf("%d %s", near.Year(), m[1]), time.Local)
+		if err != nil {
+			continue
+		}
+		out = append(out, relist{at: at, what: m[2]})
+	}
+	return out
+}
+
+// robustProc is one bridge process of the run and when it started.
+type robustProc struct {
+	b       *bridge
+	started time.Time
+}
+
+// procLists is what blindSpansOf needs of a process: when it started,
+// and the lists it logged.
+type procLists struct {
+	started time.Time
+	relists []relist
+}
+
+// blindSpansOf is, for every fault that broke the informers' watches and
+// every type, the span from the fault's start until the type had listed
+// again: the latest of the processes' first lists after the fault healed,
+// when it came before the next such fault and within maxRelistDelay; and
+// at least relistGrace after the healing. A process started after the
+// healing lists at its start, not because of the fault.
+func blindSpansOf(faults []faultSpan, types []robustType, procs []procLists) []blindSpan {
+	var blinding []faultSpan
+	for _, f := range faults {
+		if f.name == "restart-apiserver" || f.name == "compaction" {
+			blinding = append(blinding, f)
+		}
+	}
+	var out []blindSpan
+	for i, f := range blinding {
+		limit := f.end.Add(maxRelistDelay)
+		if f.end.IsZero() {
+			limit = time.Time{}
+		}
+		if i+1 < len(blinding) && (limit.IsZero() || blinding[i+1].start.Before(limit)) {
+			limit = blinding[i+1].start
+		}
+		for _, t := range types {
+			span := blindSpan{typ: t.typ, start: f.start}
+			if !f.end.IsZero() {
+				span.end = f.end.Add(relistGrace)
+			}
+			for _, p := range procs {
+				if f.end.IsZero() || p.started.After(f.end) {
+					continue
+				}
+				if at, ok := firstListAfter(p.relists, t.reflectorType, f.end, limit); ok && at.After(span.end) {
+					span.end = at
+				}
+			}
+			out = append(out, span)
+		}
+	}
+	return out
+}
+
+// firstListAfter is the first list of type what after from, if it came
+// before limit (zero: no limit).
+func firstListAfter(relists []relist, what string, from, limit time.Time) (time.Time, bool) {
+	for _, r := range relists {
+		if r.what == what && r.at.After(from) {
+			return r.at, limit.IsZero() || r.at.Before(limit)
+		}
+	}
+	return time.Time{}, false
+}
+
+// blindSpans are the run's blind spans, from its faults and its bridge
+// processes' logs.
+func (w *world) blindSpans() []blindSpan {
+	procs := make([]procLists, 0, len(w.procs))
+	for _, p := range w.procs {
+		procs = append(procs, procLists{started: p.started, relists: relistsIn(p.b.output(), w.began)})
+	}
+	spans := blindSpansOf(w.faults, w.types, procs)
+	var lines []string
+	for _, s := range spans {
+		lines = append(lines, fmt.Sprintf("%s %s..%s", s.typ, w.offset(s.start), w.offset(s.end)))
+	}
+	w.t.Logf("robustness: blind spans (fault start until the type listed again): %s", strings.Join(lines, "; "))
+	return spans
+}
