@@ -201,23 +201,19 @@ func (lw *ListWatch) WatchWithContext(ctx context.Context, options metav1.ListOp
 		// Before anything else: the session is the watch's until then.
 		s.stopWatch()
 	}
+	streamInitial := options.SendInitialEvents != nil && *options.SendInitialEvents
 	switch {
-	case options.SendInitialEvents != nil && *options.SendInitialEvents:
-		// Whatever resourceVersion the reflector asks not to be older
-		// than, the newest state is not.
-		if s, err = lw.relist(ctx, sel); err != nil {
-			return nil, err
-		}
-		s.queueInitial(true)
-	case s != nil && s.resumes(rv):
+	case !streamInitial && s != nil && s.resumes(rv):
 		if s.sel.String() != sel.String() {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("consume: watch with selectors %q after a list with %q", sel, s.sel))
 		}
-	case rv == "" || rv == "0":
+	case streamInitial || rv == "" || rv == "0":
+		// A watch-list starts over whatever its resourceVersion: the
+		// newest state is not older than the one the reflector asks for.
 		if s, err = lw.relist(ctx, sel); err != nil {
 			return nil, err
 		}
-		s.queueInitial(false)
+		s.queueInitial(streamInitial)
 	default:
 		// Gone, as from the API server: the reflector lists again.
 		return nil, apierrors.NewResourceExpired(fmt.Sprintf("consume: resourceVersion %s is neither the last List's nor that of the last event this ListWatch delivered", rv))

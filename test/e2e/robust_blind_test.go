@@ -89,20 +89,20 @@ func blindSpansOf(faults []faultSpan, types []robustType, procs []procLists) []b
 	}
 	var out []blindSpan
 	for i, f := range blinding {
-		limit := f.end.Add(maxRelistDelay)
-		if f.end.IsZero() {
-			limit = time.Time{}
+		if f.end.IsZero() { // never healed: blind until the run ended
+			for _, t := range types {
+				out = append(out, blindSpan{typ: t.typ, start: f.start})
+			}
+			continue
 		}
-		if i+1 < len(blinding) && (limit.IsZero() || blinding[i+1].start.Before(limit)) {
+		limit := f.end.Add(maxRelistDelay)
+		if i+1 < len(blinding) && blinding[i+1].start.Before(limit) {
 			limit = blinding[i+1].start
 		}
 		for _, t := range types {
-			span := blindSpan{typ: t.typ, start: f.start}
-			if !f.end.IsZero() {
-				span.end = f.end.Add(relistGrace)
-			}
+			span := blindSpan{typ: t.typ, start: f.start, end: f.end.Add(relistGrace)}
 			for _, p := range procs {
-				if f.end.IsZero() || p.started.After(f.end) {
+				if p.started.After(f.end) {
 					continue
 				}
 				if at, ok := firstListAfter(p.relists, t.reflectorType, f.end, limit); ok && at.After(span.end) {
@@ -116,11 +116,11 @@ func blindSpansOf(faults []faultSpan, types []robustType, procs []procLists) []b
 }
 
 // firstListAfter is the first list of type what after from, if it came
-// before limit (zero: no limit).
+// before limit.
 func firstListAfter(relists []relist, what string, from, limit time.Time) (time.Time, bool) {
 	for _, r := range relists {
 		if r.what == what && r.at.After(from) {
-			return r.at, limit.IsZero() || r.at.Before(limit)
+			return r.at, r.at.Before(limit)
 		}
 	}
 	return time.Time{}, false
