@@ -3,17 +3,16 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
-// termMarkers are the stream sequences of the term markers a stream holds
-// for one cluster, per shard, in stream order: what the term rule for the
-// last message per subject (contract §3) needs.
-type termMarkers map[contract.Shard][]uint64
+// termMarkers are the term markers a stream holds for one cluster, per
+// shard: what the term rule for the last message per subject (contract
+// §3) needs.
+type termMarkers map[contract.Shard]*contract.Terms
 
 // readTermMarkers reads the term markers of every shard of the cluster.
 func readTermMarkers(ctx context.Context, tail streamTail, subjects contract.Subjects) (termMarkers, error) {
@@ -27,7 +26,10 @@ func readTermMarkers(ctx context.Context, tail streamTail, subjects contract.Sub
 			return nil // not a term subject of this cluster
 		}
 		sh := sub.Shard.Normal()
-		out[sh] = append(out[sh], seq)
+		if out[sh] == nil {
+			out[sh] = &contract.Terms{}
+		}
+		out[sh].Add(seq)
 		return nil
 	})
 	if err != nil {
@@ -55,10 +57,5 @@ func (m termMarkers) deposed(seq uint64, h nats.Header) bool {
 		shard = sh
 	}
 	markers := m[shard]
-	// The first marker after the message's term.
-	i, found := slices.BinarySearch(markers, term)
-	if found {
-		i++
-	}
-	return i < len(markers) && markers[i] < seq
+	return markers != nil && term < markers.Before(seq)
 }

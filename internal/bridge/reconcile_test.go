@@ -204,7 +204,7 @@ func republish(t *testing.T, ctx context.Context, js jetstream.JetStream, m repl
 // cluster and shard exists with m.term < T < m.seq.
 func TestTermMarkersDeposed(t *testing.T) {
 	sharded := contract.Shard{Index: 1, Count: 2}
-	markers := termMarkers{{}: {1, 6, 20}, sharded: {3}}
+	markers := termMarkers{{}: termsAt(1, 6, 20), sharded: termsAt(3)}
 	for _, tc := range []struct {
 		name  string
 		term  string
@@ -221,7 +221,7 @@ func TestTermMarkersDeposed(t *testing.T) {
 		{"another shard's terms do not depose it", "3", "1/2", 7, false},
 		{"its own shard's term does", "1", "1/2", 4, true},
 		{"no term extension: from before terms, after a marker", "", "", 30, true},
-		{"a term that is no number: foreign, the fence.s to judge", "x", "", 30, false},
+		{"a term that is no number: foreign, for the fence to judge", "x", "", 30, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := nats.Header{}
@@ -236,4 +236,13 @@ func TestTermMarkersDeposed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// termsAt are term markers stored at seqs.
+func termsAt(seqs ...uint64) *contract.Terms {
+	var ts contract.Terms
+	for _, seq := range seqs {
+		ts.Add(seq)
+	}
+	return &ts
 }

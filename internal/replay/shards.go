@@ -5,7 +5,7 @@ import "github.com/kubebridge/kubebridge/pkg/contract"
 // shardTerm is the term rule's memory for one shard: every shard's bridges
 // write their own term markers.
 type shardTerm struct {
-	markers []uint64 // sequences of the term markers applied, ascending
+	markers contract.Terms
 	highest uint64
 }
 

@@ -3,7 +3,6 @@ package replay
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/resourceversion"
@@ -101,7 +100,7 @@ func (s *State) Apply(m Message) error {
 	if m.Event.Type() == contract.TypeTerm {
 		s.Term = max(s.Term, m.Seq)
 		terms.highest = max(terms.highest, m.Seq)
-		terms.markers = append(terms.markers, m.Seq)
+		terms.markers.Add(m.Seq)
 		return nil
 	}
 	if ok, err := s.admitTerm(terms, m); !ok {
@@ -142,9 +141,7 @@ func (s *State) admitTerm(terms *shardTerm, m Message) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("seq %d %s: %w", m.Seq, m.Subject, err)
 	}
-	// A term is the sequence of its marker, which comes before the term's
-	// events; a term older than the first marker read is taken as real.
-	if term != 0 && (term >= m.Seq || (len(terms.markers) > 0 && term >= terms.markers[0] && !slices.Contains(terms.markers, term))) {
+	if terms.markers.Foreign(term, m.Seq) {
 		s.Foreign = append(s.Foreign, fmt.Sprintf("seq %d %s %s term %d", m.Seq, m.Event.Type(), m.Subject, term))
 		return false, nil
 	}

@@ -155,7 +155,7 @@ func (a *Applier) AddTerms(seqs ...uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, s := range seqs {
-		a.terms.of(contract.Shard{}).addMarker(s)
+		a.terms.of(contract.Shard{}).markers.Add(s)
 	}
 }
 
@@ -211,11 +211,11 @@ func (a *Applier) Apply(ev *Event) error {
 	a.stats.LastSeq = max(a.stats.LastSeq, ev.Seq)
 	terms := a.terms.of(ev.Shard)
 	if ev.Verb == Term {
-		terms.addMarker(ev.Seq)
+		terms.markers.Add(ev.Seq)
 		return nil
 	}
 	t := a.route(ev)
-	if terms.foreign(ev.Term, ev.Seq) {
+	if terms.markers.Foreign(ev.Term, ev.Seq) {
 		if t != nil {
 			return a.report(Violation{Kind: Foreign, Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID(),
 				Detail: fmt.Sprintf("term %d: no term marker of the cluster is stored at that sequence", ev.Term)})

@@ -237,8 +237,8 @@ func (e *eventLoop) handle(m msg, yield func(*Event, error) bool) bool {
 	terms := e.terms.of(ev.Shard)
 	switch {
 	case ev.Verb == Term:
-		terms.addMarker(ev.Seq)
-	case terms.foreign(ev.Term, ev.Seq):
+		terms.markers.Add(ev.Seq)
+	case terms.markers.Foreign(ev.Term, ev.Seq):
 		if e.matches(ev) && !yield(nil, &Violation{Kind: Foreign, Seq: ev.Seq, Subject: ev.Subject, ID: ev.CloudEvent.ID(),
 			Detail: fmt.Sprintf("term %d: no term marker of the cluster is stored at that sequence", ev.Term)}) {
 			e.settle(m, m.Nak, false)

@@ -3,7 +3,6 @@ package consume
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -17,59 +16,29 @@ import (
 // lower than the highest term already seen (a term marker's sequence, or
 // any event's term) was written by a deposed leader after a newer term
 // began, and is ignored. An event whose term no marker backs is foreign
-// (see foreign): it is reported, and its term counts for nothing.
+// (see contract.Terms.Foreign): it is reported, and its term counts for
+// nothing.
 //
-// Markers are kept as a sorted list rather than a running maximum, so the
-// rule also holds for a reader that sees only some messages, such as the
-// last message per subject: a marker counts for an event when it precedes
-// the event in the stream, whether or not it was delivered before it.
+// The markers are contract.Terms, by sequence, rather than a running
+// maximum, so the rule also holds for a reader that sees only some
+// messages, such as the last message per subject: a marker counts for an
+// event when it precedes the event in the stream, whether or not it was
+// delivered before it.
 type terms struct {
-	markers []uint64
+	markers contract.Terms
 	highest uint64 // highest term of an event let through
-}
-
-// addMarker records a term marker at stream sequence seq.
-func (t *terms) addMarker(seq uint64) {
-	if i, found := slices.BinarySearch(t.markers, seq); !found {
-		t.markers = slices.Insert(t.markers, i, seq)
-	}
 }
 
 // current is the highest term known before stream sequence seq.
 func (t *terms) current(seq uint64) uint64 {
-	i, _ := slices.BinarySearch(t.markers, seq)
-	if i > 0 {
-		return max(t.markers[i-1], t.highest)
-	}
-	return t.highest
-}
-
-// foreign reports whether no term marker backs a term read at stream
-// sequence seq: a term is the sequence of its marker, which precedes every
-// event of the term, so a term at or beyond the event's own sequence, or
-// one within the markers the stream holds that is none of them, was
-// written by no bridge of this cluster. (A term older than every marker
-// held is taken as real: its marker went with the stream's oldest
-// messages.) Term 0 is an event from before terms.
-func (t *terms) foreign(term, seq uint64) bool {
-	if term == 0 {
-		return false
-	}
-	if term >= seq {
-		return true
-	}
-	if len(t.markers) == 0 || term < t.markers[0] {
-		return false
-	}
-	_, found := slices.BinarySearch(t.markers, term)
-	return !found
+	return max(t.markers.Before(seq), t.highest)
 }
 
 // leads reports, without recording anything, whether an event of term
 // stored at seq counts: its term is the leader's there, and a bridge of
 // this cluster wrote it.
 func (t *terms) leads(term, seq uint64) bool {
-	return term >= t.current(seq) && !t.foreign(term, seq)
+	return term >= t.current(seq) && !t.markers.Foreign(term, seq)
 }
 
 // fenced applies the rule to an event, and lets its term count for the
@@ -107,7 +76,7 @@ func (s *shardTerms) of(sh contract.Shard) *terms {
 // add records term markers.
 func (s *shardTerms) add(markers ...TermMarker) {
 	for _, m := range markers {
-		s.of(m.Shard).addMarker(m.Seq)
+		s.of(m.Shard).markers.Add(m.Seq)
 	}
 }
 
