@@ -53,7 +53,7 @@ func parseChildFlags(args []string) (*modeKind, childFlags, error) {
 	fs.DurationVar(&f.settle, "settle", 2*time.Second, "sleep after runtime.GC() before measuring")
 	fs.StringVar(&f.churnCPUProfile, "churn-cpuprofile", "", "with -wait, write a CPU profile of the churn here")
 	fs.StringVar(&f.readyCPUProfile, "ready-cpuprofile", "", "write a CPU profile from the start to ready here")
-	fs.StringVar(&f.heapProfile, "heapprofile", "", "write a heap profile here after the last measurement, and one at the peak of the live heap next to it (-peak.pprof)")
+	fs.StringVar(&f.heapProfile, "heapprofile", "", "write a heap profile here after the last measurement, and one at the peak of the live heap next to it (-peak.pprof); and the size classes at each measurement (-<phase>-size-classes.txt)")
 	fs.BoolVar(&f.noGzip, "no-gzip", false, "set rest.Config.DisableCompression")
 	fs.BoolVar(&f.wait, "wait", false, `after the first measurement, wait for "measure N" on stdin, then for N informer events, and measure again`)
 	fs.IntVar(&f.namespaces, "namespaces", 1, "the objects' namespaces: with more than one, informers watch all namespaces with the benchmark's label selector")
@@ -190,6 +190,11 @@ func (c *childRun) measure(phase string, st cached, ready time.Duration) error {
 	r.VmRSSKiB, r.VmHWMKiB = procStatus()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	if c.flags.heapProfile != "" {
+		if err := writeSizeClasses(sizeClassesPath(c.flags.heapProfile, phase), &ms); err != nil {
+			return err
+		}
+	}
 	r.HeapInuse, r.HeapAlloc, r.HeapSys, r.Sys, r.NumGC = ms.HeapInuse, ms.HeapAlloc, ms.HeapSys, ms.Sys, ms.NumGC
 	c.peaks.fill(&r)
 	if u := c.peaks.metricsURL.Load(); u != nil {

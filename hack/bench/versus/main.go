@@ -22,7 +22,8 @@
 // -settle (2s, the pause between runtime.GC() and the measurement),
 // -heapprofile DIR (write each child's heap profile, after the last
 // measurement and at the peak of its live heap, for `go tool pprof
-// -sample_index=inuse_space`), -cpuprofile DIR (each child's CPU profile
+// -sample_index=inuse_space`, and its objects per size class at each
+// measurement), -cpuprofile DIR (each child's CPU profile
 // of its start and of its churn), -child-gomemlimit (GOMEMLIMIT of every
 // child, as the deployment sets it to the pod's memory limit). Any other
 // BRIDGE_* variable in the environment reaches the bridge modes.

@@ -35,7 +35,7 @@ func parseOptions() (options, error) {
 	flag.IntVar(&o.workers, "workers", 16, "goroutines creating ConfigMaps")
 	flag.DurationVar(&o.settle, "settle", 2*time.Second, "how long each child sleeps after runtime.GC() before measuring")
 	flag.DurationVar(&o.scrapeEvery, "scrape-interval", 15*time.Second, "how often a bridge child reads its /metrics for the pending and publish buffer peaks (a Prometheus scrape's cost, in the CPU measured); 200ms was the fixed rate before")
-	flag.StringVar(&o.profiles, "heapprofile", "", "if set, a directory where each child writes <mode>.pprof (heap, after the last measurement) and <mode>-peak.pprof (at the peak of its live heap)")
+	flag.StringVar(&o.profiles, "heapprofile", "", "if set, a directory where each child writes <mode>.pprof (heap, after the last measurement) and <mode>-peak.pprof (at the peak of its live heap), and <mode>-<phase>-size-classes.txt at each measurement (live and allocated objects per size class)")
 	flag.StringVar(&o.cpuProfiles, "cpuprofile", "", "a directory where each child writes <mode>-ready-cpu.pprof, a CPU profile from its start to ready (the cache sync; for the bridge, the start-up snapshot stored), and with -churn <mode>-churn-cpu.pprof, one of the churn, from the end of its ready measurement to the last update seen")
 	flag.StringVar(&o.memLimit, "child-gomemlimit", "", "GOMEMLIMIT of every child, e.g. 256MiB (the deployment sets the pod's memory limit); empty leaves it unset")
 	flag.IntVar(&o.churn, "churn", 0, "after each child is ready, make this many changes (see -churn-mix) and measure again")
