@@ -3,7 +3,9 @@ package sink
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -98,6 +100,9 @@ func Connect(ctx context.Context, url string, extra ...nats.Option) (*nats.Conn,
 			logger.Info("Connected to NATS", "server", redact(nc.ConnectedUrl()), "maxPayload", nc.MaxPayload())
 			return nc, nil
 		}
+		if errors.Is(err, nats.ErrNoServers) {
+			err = whyNoServer(url, opts, err)
+		}
 		err = r.err(err)
 		logger.Info("Cannot connect to NATS yet; retrying", "url", RedactURLs(url), "err", err, "retryIn", wait)
 		select {
@@ -107,4 +112,29 @@ func Connect(ctx context.Context, url string, extra ...nats.Option) (*nats.Conn,
 		}
 		wait = min(wait*2, 10*time.Second)
 	}
+}
+
+// whyNoServer adds to err, nats.go's "no servers available", what it
+// hides. nats.go tries every server it knows in turn: the URLs given, and
+// those the first server it reached advertised for its cluster. A server
+// that refuses the connection clears the reason an earlier one failed
+// for, such as a certificate no configured CA signed, and the servers a
+// cluster advertises may not even be reachable from here. So each URL
+// given is tried once more, alone and without the servers it advertises,
+// and the first reason other than a refusal is added.
+func whyNoServer(url string, opts []nats.Option, err error) error {
+	alone := append(opts[:len(opts):len(opts)], nats.IgnoreDiscoveredServers(), nats.NoReconnect())
+	for _, u := range strings.Split(url, ",") {
+		u = strings.TrimSpace(u)
+		nc, cerr := nats.Connect(u, alone...)
+		if cerr == nil {
+			// Up by now: the next attempt connects.
+			nc.Close()
+			return err
+		}
+		if !errors.Is(cerr, nats.ErrNoServers) {
+			return fmt.Errorf("%w (%s: %w)", err, RedactURLs(u), cerr)
+		}
+	}
+	return err
 }

@@ -1,11 +1,15 @@
 package sink
 
 import (
+	"context"
+	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/internal/testpki"
@@ -86,4 +90,37 @@ func TestTLSServerRefusesPlainText(t *testing.T) {
 	dir := t.TempDir()
 	srv := startTLSServer(t, dir, testpki.NewCA(t, dir, "ca"), true)
 	natstest.CheckRefusesPlainText(t, srv.Addr().String(), "", "")
+}
+
+// When several servers are tried and a later one refuses the connection,
+// nats.go reports only "no servers available"; Connect's error still says
+// why the server that answered was refused (here: its certificate, which
+// the configured CA did not sign), as a bridge given a URL list, or a
+// cluster advertising addresses it cannot reach, would log it.
+func TestConnectSaysWhyNoServerWasAvailable(t *testing.T) {
+	dir := t.TempDir()
+	srv := startTLSServer(t, dir, testpki.NewCA(t, dir, "ca"), false)
+	// A port nothing listens on: connections to it are refused.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "nats://" + l.Addr().String()
+	l.Close()
+	opts, err := Auth{CAFile: testpki.NewCA(t, dir, "other").File}.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In this order, as nats.go may shuffle them: the refusal comes last.
+	opts = append(opts, nats.DontRandomize())
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	nc, err := Connect(ctx, srv.ClientURL()+", "+closed, opts...)
+	if err == nil {
+		nc.Close()
+		t.Fatal("connected to a server whose certificate no configured CA signed")
+	}
+	if !errors.Is(err, nats.ErrNoServers) || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+		t.Errorf("err = %v, want nats.ErrNoServers that says the server's certificate was refused", err)
+	}
 }
