@@ -12,7 +12,7 @@ import (
 // termMarkers are the term markers a stream holds for one cluster, per
 // shard: what the term rule for the last message per subject (contract
 // §3) needs.
-type termMarkers map[contract.Shard]*contract.Terms
+type termMarkers map[contract.Shard]contract.Terms
 
 // readTermMarkers reads the term markers of every shard of the cluster.
 func readTermMarkers(ctx context.Context, tail streamTail, subjects contract.Subjects) (termMarkers, error) {
@@ -26,10 +26,9 @@ func readTermMarkers(ctx context.Context, tail streamTail, subjects contract.Sub
 			return nil // not a term subject of this cluster
 		}
 		sh := sub.Shard.Normal()
-		if out[sh] == nil {
-			out[sh] = &contract.Terms{}
-		}
-		out[sh].Add(seq)
+		markers := out[sh]
+		markers.Add(seq)
+		out[sh] = markers
 		return nil
 	})
 	if err != nil {
@@ -57,5 +56,5 @@ func (m termMarkers) deposed(seq uint64, h nats.Header) bool {
 		shard = sh
 	}
 	markers := m[shard]
-	return markers != nil && term < markers.Before(seq)
+	return term < markers.Before(seq)
 }

@@ -239,10 +239,10 @@ func TestTermMarkersDeposed(t *testing.T) {
 }
 
 // termsAt are term markers stored at seqs.
-func termsAt(seqs ...uint64) *contract.Terms {
+func termsAt(seqs ...uint64) contract.Terms {
 	var ts contract.Terms
 	for _, seq := range seqs {
 		ts.Add(seq)
 	}
-	return &ts
+	return ts
 }

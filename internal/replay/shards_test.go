@@ -95,3 +95,31 @@ func TestShardsSweepAndTermsApart(t *testing.T) {
 		t.Errorf("fenced %v, foreign %v, swept %v; want late fenced, gone0 and gone1 swept", st.Fenced, st.Foreign, st.Swept)
 	}
 }
+
+// A term no marker backs is foreign: a term at or past the event's own
+// sequence, or one between two markers that is neither. Such events are
+// reported and not applied, and their term fences nothing; a term older
+// than every marker held is taken as real.
+func TestForeignTermsAreReportedNotApplied(t *testing.T) {
+	s := &stream{t: t}
+	s.as("", 0, func() { s.obj(contract.TypeAdded, "old", "u0", "9") })
+	t1 := s.termMarker("")
+	t2 := s.termMarker("")
+	s.as("", t2, func() { s.obj(contract.TypeAdded, "a", "u1", "10") })
+	s.as("", 99999999, func() { s.obj(contract.TypeAdded, "forged-high", "u2", "11") })
+	s.as("", t1-1, func() { s.obj(contract.TypeAdded, "older-than-markers", "u3", "12") })
+	s.as("", t2, func() { s.obj(contract.TypeAdded, "b", "u4", "13") })
+	st := s.mustReplay()
+	var held []string
+	for subj := range st.Objects {
+		held = append(held, subj)
+	}
+	slices.Sort(held)
+	if want := []string{typ + ".ns.a", typ + ".ns.b", typ + ".ns.old"}; !slices.Equal(held, want) {
+		t.Errorf("held %v, want %v", held, want)
+	}
+	// The event older than every marker is real, and deposed by t2.
+	if len(st.Foreign) != 1 || len(st.Fenced) != 1 || st.Term != t2 {
+		t.Errorf("foreign %v, fenced %v, term %d; want forged-high foreign, older-than-markers fenced, term %d", st.Foreign, st.Fenced, st.Term, t2)
+	}
+}

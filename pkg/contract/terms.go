@@ -22,9 +22,6 @@ func (t *Terms) Add(seq uint64) {
 	}
 }
 
-// Len is the number of markers recorded.
-func (t *Terms) Len() int { return len(t.seqs) }
-
 // Before is the term in force just before stream sequence seq: the
 // sequence of the last marker stored before it, 0 when none is known.
 // An event at seq whose term is lower was written by a deposed leader

@@ -1,13 +1,9 @@
-package contract_test
+package contract
 
-import (
-	"testing"
-
-	"github.com/kubebridge/kubebridge/pkg/contract"
-)
+import "testing"
 
 func TestTermsBefore(t *testing.T) {
-	var ts contract.Terms
+	var ts Terms
 	if got := ts.Before(100); got != 0 {
 		t.Errorf("no markers: Before(100) = %d, want 0", got)
 	}
@@ -16,8 +12,8 @@ func TestTermsBefore(t *testing.T) {
 	for _, seq := range []uint64{20, 10, 20, 35} {
 		ts.Add(seq)
 	}
-	if ts.Len() != 3 {
-		t.Errorf("Len = %d, want 3 (a marker added twice counts once)", ts.Len())
+	if len(ts.seqs) != 3 {
+		t.Errorf("%d markers held, want 3 (a marker added twice counts once)", len(ts.seqs))
 	}
 	for seq, want := range map[uint64]uint64{5: 0, 10: 0, 11: 10, 20: 10, 21: 20, 35: 20, 36: 35, 1000: 35} {
 		if got := ts.Before(seq); got != want {
@@ -27,7 +23,7 @@ func TestTermsBefore(t *testing.T) {
 }
 
 func TestTermsForeign(t *testing.T) {
-	var none contract.Terms
+	var none Terms
 	for _, c := range []struct {
 		term, seq uint64
 		want      bool
@@ -36,7 +32,7 @@ func TestTermsForeign(t *testing.T) {
 			t.Errorf("no markers: term %d at seq %d: foreign %v, want %v", c.term, c.seq, got, c.want)
 		}
 	}
-	var ts contract.Terms
+	var ts Terms
 	ts.Add(10)
 	ts.Add(20)
 	for _, c := range []struct {
