@@ -148,10 +148,10 @@ func NewSource(clients Clients, res *Resource, scope Scope, transform cache.Tran
 	if !res.Namespaced || len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	tweak := func(o *metav1.ListOptions) {
+	tweak := s.loggingRelists(func(o *metav1.ListOptions) {
 		o.LabelSelector = scope.LabelSelector
 		o.FieldSelector = scope.FieldSelector
-	}
+	})
 	// One log of failures for the type, over all its informers.
 	failures := &watchErrors{now: s.now}
 	for _, ns := range namespaces {

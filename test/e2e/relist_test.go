@@ -99,6 +99,18 @@ func TestRelistAfterCompaction(t *testing.T) {
 	} else {
 		t.Logf("relist evidence in the bridge log:\n    %s", strings.Join(evidence, "\n    "))
 	}
+	// And it says where its watch had got to: at keep-0's update or a
+	// bookmark after it, before the gap (the robustness test's blind
+	// spans start from there).
+	relisted := false
+	for _, r := range relistsFromIn(b.output(), time.Now()) {
+		if r.resource == "configmaps.v1" && cmpRV(r.rv, keep[0].ResourceVersion) >= 0 && cmpRV(r.rv, fmt.Sprint(rev)) < 0 {
+			relisted = true
+		}
+	}
+	if !relisted {
+		t.Errorf("the bridge logged no relist of configmaps.v1 from a resourceVersion in [%s, %d): %v", keep[0].ResourceVersion, rev, relistsFromIn(b.output(), time.Now()))
+	}
 
 	// Deletes of the gap can only be known from the relist.
 	for _, name := range []string{"keep-1", "keep-2"} {

@@ -19,11 +19,21 @@ import (
 // (seed 11755: the Widgets a few seconds after the fixed 5 s window).
 // The replicas say when they listed: client-go's reflector logs "Caches
 // populated" at V(2), and they run at BRIDGE_LOG_VERBOSITY=2.
+//
+// A fault's span starts earlier when a replica's watch was behind: its
+// relist starts from the last resourceVersion its watch delivered (the
+// bridge logs "Relisting" with it, pkg/informers/relists.go), so every
+// version made after that one was as invisible to it as one made during
+// the fault (seed 579152: a version 3 s before the apiserver's restart,
+// beyond the 2 s margin).
 
 // blindSpan is a time one type's informers could not watch.
 type blindSpan struct {
 	typ        string // the type's subject prefix; "" for every type
 	start, end time.Time
+	// from is the oldest resourceVersion a relist that ended it started
+	// from, if a process logged one: its watch had delivered up to it.
+	from string
 }
 
 // relistGrace is how long after a fault healed a type counts as blind
@@ -47,6 +57,38 @@ type relist struct {
 	what string // the reflector's type description
 }
 
+// relistingLine is the bridge's line for a relist's start, with the
+// resourceVersion it lists from (pkg/informers/relists.go).
+var relistingLine = regexp.MustCompile(`(?m)^I(\d{4} \d{2}:\d{2}:\d{2}\.\d{6})\s+\d+ \S+\] "Relisting: [^"]*"(.*)$`)
+
+var (
+	resourceKey = regexp.MustCompile(` resource="([^"]+)"`)
+	fromRVKey   = regexp.MustCompile(` fromResourceVersion="([^"]+)"`)
+)
+
+// relistFrom is one relist a bridge process started: of which resource
+// (the bridge's name for it, as informers.Resource.String), and from the
+// last resourceVersion its watch had delivered.
+type relistFrom struct {
+	at       time.Time
+	resource string
+	rv       string
+}
+
+// relistsFromIn reads the relists a bridge's output logged starting.
+func relistsFromIn(output string, near time.Time) []relistFrom {
+	var out []relistFrom
+	for _, m := range relistingLine.FindAllStringSubmatch(output, -1) {
+		at, err := time.ParseInLocation("2006 0102 15:04:05.000000", fmt.Sprintf("%d %s", near.Year(), m[1]), time.Local)
+		res, rv := resourceKey.FindStringSubmatch(m[2]), fromRVKey.FindStringSubmatch(m[2])
+		if err != nil || res == nil || rv == nil {
+			continue
+		}
+		out = append(out, relistFrom{at: at, resource: res[1], rv: rv[1]})
+	}
+	return out
+}
+
 // relistsIn reads the lists a bridge's output logged. klog's header has
 // no year: it is taken from near, a time in the run.
 func relistsIn(output string, near time.Time) []relist {
@@ -68,19 +110,27 @@ type robustProc struct {
 }
 
 // procLists is what blindSpansOf needs of a process: when it started,
-// and the lists it logged.
+// the lists it logged, and the relists it logged starting.
 type procLists struct {
 	started time.Time
 	relists []relist
+	from    []relistFrom
 }
+
+// madeAfter is when the history saw the first version of type typ newer
+// than resourceVersion rv, if any.
+type madeAfter func(typ, rv string) (time.Time, bool)
 
 // blindSpansOf is, for every fault that broke the informers' watches and
 // every type, the span from the fault's start until the type had listed
 // again: the latest of the processes' first lists after the fault healed,
 // when it came before the next such fault and within maxRelistDelay; and
 // at least relistGrace after the healing. A process started after the
-// healing lists at its start, not because of the fault.
-func blindSpansOf(faults []faultSpan, types []robustType, procs []procLists) []blindSpan {
+// healing lists at its start, not because of the fault. The span starts
+// at the fault, or earlier where a process's relist after it started
+// from a resourceVersion older than the fault: when the first version
+// after that one was made.
+func blindSpansOf(faults []faultSpan, types []robustType, procs []procLists, after madeAfter) []blindSpan {
 	var blinding []faultSpan
 	for _, f := range faults {
 		if f.name == "restart-apiserver" || f.name == "compaction" {
@@ -108,6 +158,14 @@ func blindSpansOf(faults []faultSpan, types []robustType, procs []procLists) []b
 				if at, ok := firstListAfter(p.relists, t.reflectorType, f.end, limit); ok && at.After(span.end) {
 					span.end = at
 				}
+				if rv, ok := firstRelistFrom(p.from, t.resourceName(), f.start, limit); ok {
+					if span.from == "" || cmpRV(rv, span.from) < 0 {
+						span.from = rv
+					}
+					if at, ok := after(t.typ, rv); ok && at.Before(span.start) {
+						span.start = at
+					}
+				}
 			}
 			out = append(out, span)
 		}
@@ -126,17 +184,33 @@ func firstListAfter(relists []relist, what string, from, limit time.Time) (time.
 	return time.Time{}, false
 }
 
+// firstRelistFrom is the resourceVersion the first relist of resource
+// after from started from, if it started before limit.
+func firstRelistFrom(relists []relistFrom, resource string, from, limit time.Time) (string, bool) {
+	for _, r := range relists {
+		if r.resource == resource && r.at.After(from) {
+			return r.rv, r.at.Before(limit)
+		}
+	}
+	return "", false
+}
+
 // blindSpans are the run's blind spans, from its faults and its bridge
 // processes' logs.
 func (w *world) blindSpans() []blindSpan {
 	procs := make([]procLists, 0, len(w.procs))
 	for _, p := range w.procs {
-		procs = append(procs, procLists{started: p.started, relists: relistsIn(p.b.output(), w.began)})
+		out := p.b.output()
+		procs = append(procs, procLists{started: p.started, relists: relistsIn(out, w.began), from: relistsFromIn(out, w.began)})
 	}
-	spans := blindSpansOf(w.faults, w.types, procs)
+	spans := blindSpansOf(w.faults, w.types, procs, w.hist.madeAfter)
 	var lines []string
 	for _, s := range spans {
-		lines = append(lines, fmt.Sprintf("%s %s..%s", s.typ, w.offset(s.start), w.offset(s.end)))
+		line := fmt.Sprintf("%s %s..%s", s.typ, w.offset(s.start), w.offset(s.end))
+		if s.from != "" {
+			line += " (relisted from rv " + s.from + ")"
+		}
+		lines = append(lines, line)
 	}
 	w.t.Logf("robustness: blind spans (fault start until the type listed again): %s", strings.Join(lines, "; "))
 	return spans

@@ -209,6 +209,19 @@ func (r *historian) seenUpTo() string {
 	return lowest
 }
 
+// madeAfter is when the historian saw the first version of type typ
+// newer than rv (a watch delivers a type's versions in order).
+func (r *historian) madeAfter(typ, rv string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range r.versions {
+		if v.typ == typ && cmpRV(v.rv, rv) > 0 {
+			return v.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // snapshot is the history so far, each type's versions in the order its
 // watch delivered them.
 func (r *historian) snapshot(writes []write) *history {

@@ -379,3 +379,13 @@ type robustType struct {
 	// built-in types its scheme knows, unstructured for the others.
 	example func() runtime.Object
 }
+
+// resourceName is how the bridge's log names the type (its "resource"
+// key, informers.Resource.String).
+func (t robustType) resourceName() string {
+	name := t.gvr.Resource + "." + t.gvr.Version
+	if t.gvr.Group != "" {
+		name += "." + t.gvr.Group
+	}
+	return name
+}
