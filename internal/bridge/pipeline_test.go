@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kubebridge/kubebridge/internal/config"
@@ -91,8 +94,14 @@ var noReports = intake.Reports{Coalesced: func(*informers.Resource, int) {}, Unk
 // the test ends.
 func runPublishing(t testing.TB, cfg *config.Config, js sink.AsyncPublisher, d publishingDeps) (*publishing, func()) {
 	t.Helper()
-	soft, stop := context.WithCancel(context.Background())
-	hard, cancelHard := context.WithCancel(context.Background())
+	return runPublishingIn(context.Background(), t, cfg, js, d)
+}
+
+// runPublishingIn is runPublishing with ctx's logger.
+func runPublishingIn(ctx context.Context, t testing.TB, cfg *config.Config, js sink.AsyncPublisher, d publishingDeps) (*publishing, func()) {
+	t.Helper()
+	soft, stop := context.WithCancel(ctx)
+	hard, cancelHard := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	d.js = js
 	if d.encoder == nil {
@@ -202,6 +211,53 @@ func TestSnapshotEndCountsStoredItems(t *testing.T) {
 	if got := counterValue(t, m.Unpublishable.WithLabelValues(configMaps.String())); got != 1 {
 		t.Errorf("unpublishable counted %v times, want once for one resourceVersion", got)
 	}
+}
+
+// At V(6) every event published is a line with its verb, object,
+// resourceVersion and the changes it stands for; markers are not.
+func TestPublishedLoggedAtV6(t *testing.T) {
+	var logged syncLines
+	logger := funcr.New(func(_, args string) { logged.add(args) }, funcr.Options{Verbosity: 6})
+	stream := &recordingStream{}
+	pb, stop := runPublishingIn(klog.NewContext(context.Background(), logger), t, testConfig(t, nil), stream, publishingDeps{})
+	pb.intake.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: testCM("ns", "a", "7"), OldObject: testCM("ns", "a", "6")})
+	ended := pb.markers.expect("s1")
+	pb.intake.RequestSnapshot(configMaps, fixtures.MapCache{"ns/b": testCM("ns", "b", "8")}, informers.Scope{}, "s1")
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("end marker not stored")
+	}
+	stop()
+	var published []string
+	for _, l := range logged.all() {
+		if strings.Contains(l, `"Published"`) {
+			published = append(published, l)
+		}
+	}
+	want := []string{`"verb"="updated" "object"="ns/a" "resourceVersion"="7" "coalesced"=0`, `"verb"="snapshot.item" "object"="ns/b" "resourceVersion"="8"`}
+	if len(published) != len(want) {
+		t.Fatalf("published lines %q; want one per object", published)
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(published, func(l string) bool { return strings.Contains(l, w) }) {
+			t.Errorf("published lines %q; want one with %s", published, w)
+		}
+	}
+}
+
+// syncLines collects log lines from several goroutines.
+type syncLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (s *syncLines) add(l string) { s.mu.Lock(); s.lines = append(s.lines, l); s.mu.Unlock() }
+
+func (s *syncLines) all() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.lines)
 }
 
 func counterValue(t testing.TB, c prometheus.Counter) float64 {

@@ -104,6 +104,7 @@ func (g *ruleGate) inScopeUpdate(c informers.Change, obj, old map[string]any) {
 	}
 	if rules.OnlyResourceVersionDiffers(obj, old) {
 		g.count.withheldUnchanged.Inc()
+		g.logWithheld(c, "nothing but ignored fields changed")
 		g.next.Withhold(c)
 		return
 	}
@@ -116,7 +117,17 @@ func (g *ruleGate) inScopeUpdate(c informers.Change, obj, old map[string]any) {
 		return
 	}
 	g.count.withheldWhen.Inc()
+	g.logWithheld(c, "when is false")
 	g.next.Withhold(c)
+}
+
+// logWithheld says, at V(6) as every change, why an update is withheld:
+// the version has no event of its own.
+func (g *ruleGate) logWithheld(c informers.Change, why string) {
+	if l := g.logger.V(6); l.Enabled() {
+		l.Info("Update withheld until the object's next change", "resource", g.res.String(), "object", objectName(c.Object),
+			"resourceVersion", resourceVersionOf(c.Object), "why", why)
+	}
 }
 
 // matches evaluates match on obj, whose content is u; an object it

@@ -109,6 +109,8 @@ func TestRuleGateWithholds(t *testing.T) {
 	for form, cached := range cacheForms(t) {
 		t.Run(form, func(t *testing.T) {
 			g, q, _, m := newTestRuleGate(t, rules.Spec{IgnoreFields: [][]string{{"metadata", "labels"}}, When: "object.data != oldObject.data", OldObject: true})
+			var logged []string
+			g.logger = funcr.New(func(_, args string) { logged = append(logged, args) }, funcr.Options{Verbosity: 6})
 			project := func(o runtime.Object) runtime.Object {
 				g.rules.Project(o.(*unstructured.Unstructured).Object)
 				return cached(o)
@@ -125,6 +127,16 @@ func TestRuleGateWithholds(t *testing.T) {
 			}
 			if len(q.withheld) != 2 {
 				t.Fatalf("withheld %d changes; want 2", len(q.withheld))
+			}
+			// At V(6) each withheld version is a line saying why.
+			want := []string{`"resourceVersion"="2" "why"="nothing but ignored fields changed"`, `"resourceVersion"="4" "why"="when is false"`}
+			if len(logged) != len(want) {
+				t.Fatalf("logged %q at V(6); want a line for each withheld version", logged)
+			}
+			for i, w := range want {
+				if !strings.Contains(logged[i], "Update withheld") || !strings.Contains(logged[i], w) {
+					t.Errorf("line %d: %s; want one with %s", i, logged[i], w)
+				}
 			}
 			for reason, want := range map[string]float64{"unchanged": 1, "when": 1} {
 				if n := testutil.ToFloat64(m.Withheld.WithLabelValues(configMaps.String(), reason)); n != want {

@@ -56,6 +56,10 @@ func (p *pipeline) settle(logger klog.Logger, f *flight, err error) {
 			f.stored.Add(1)
 		}
 		p.unpublishable.forget(c)
+		if l := logger.V(6); l.Enabled() && object {
+			l.Info("Published", "resource", resource, "verb", c.Verb, "object", objectName(c.Object), "resourceVersion", resourceVersionOf(c.Object),
+				"coalesced", c.Coalesced, "truncated", w.Truncate)
+		}
 	case errors.Is(err, errUnencodable):
 		p.giveUp(logger, w, err)
 	case errors.Is(err, sink.ErrRejected) && object && !w.Truncate:

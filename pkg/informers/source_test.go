@@ -11,10 +11,12 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -668,5 +670,37 @@ func TestSourceUnstructuredCache(t *testing.T) {
 				t.Errorf("cached widget %v (transform not applied?)", u.Object)
 			}
 		})
+	}
+}
+
+// At V(6) every change the Source hands on is a line with its verb,
+// object and resourceVersion; below it, none.
+func TestSourceLogsChangesAtV6(t *testing.T) {
+	for _, v := range []int{5, 6} {
+		q := &recordQueue{}
+		s, err := NewSource(Clients{Typed: fake.NewClientset()}, configMaps, Scope{}, nil, q, WithClock(pinnedClock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logged []string
+		s.logger = funcr.New(func(_, args string) { logged = append(logged, args) }, funcr.Options{Verbosity: v})
+		h := s.handler()
+		h.OnUpdate(cm("a", "x", "5"), cm("a", "x", "6"))
+		h.OnDelete(cache.DeletedFinalStateUnknown{Key: "a/x", Obj: cm("a", "x", "6")})
+		if v < 6 {
+			if len(logged) != 0 {
+				t.Errorf("at V(%d): logged %q; want nothing", v, logged)
+			}
+			continue
+		}
+		want := []string{`"verb"="updated" "object"="a/x" "resourceVersion"="6" "finalStateUnknown"=false`, `"verb"="deleted" "object"="a/x" "resourceVersion"="6" "finalStateUnknown"=true`}
+		if len(logged) != len(want) {
+			t.Fatalf("at V(6): logged %q; want a line per change", logged)
+		}
+		for i, w := range want {
+			if !strings.Contains(logged[i], "Change observed") || !strings.Contains(logged[i], w) {
+				t.Errorf("line %d: %s; want one with %s", i, logged[i], w)
+			}
+		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 // run of faults a type can relist 15 s after the apiserver is back
 // (seed 11755: the Widgets a few seconds after the fixed 5 s window).
 // The replicas say when they listed: client-go's reflector logs "Caches
-// populated" at V(2), and they run at BRIDGE_LOG_VERBOSITY=2.
+// populated" at V(2), and they run at BRIDGE_LOG_VERBOSITY=6.
 //
 // A fault's span starts earlier when a replica's watch was behind: its
 // relist starts from the last resourceVersion its watch delivered (the

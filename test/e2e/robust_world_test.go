@@ -99,7 +99,7 @@ func (w *world) replicaVars(pod, config string) map[string]string {
 		"BRIDGE_LEASE_RETRY_PERIOD":   robustLease.retry,
 		"BRIDGE_STREAM_REPLICAS":      "3",
 		"BRIDGE_RESYNC_PERIOD":        "30s",
-		"BRIDGE_LOG_VERBOSITY":        "2",
+		"BRIDGE_LOG_VERBOSITY":        "6", // every change observed, withheld and published: a violation's story is in the logs
 		"POD_NAME":                    pod,
 	}
 }
