@@ -34,15 +34,16 @@ var _ runtime.Object = (*Compact)(nil)
 // its metadata.
 func NewCompact(u *unstructured.Unstructured) (*Compact, error) {
 	var buf bytes.Buffer
-	return newCompact(u, &buf)
+	return newCompact(u, &buf, nil)
 }
 
 // newCompact is NewCompact encoding in buf, which it resets. The JSON and
-// the metadata's strings are kept in one allocation of exactly their
-// length: an encoder's buffer would keep up to twice as much, and the
-// small strings of the decoded object, left alive among the object's
-// garbage, would keep most of its memory from being reused.
-func newCompact(u *unstructured.Unstructured, buf *bytes.Buffer) (*Compact, error) {
+// the metadata's strings are kept in one block of exactly their length
+// (an encoder's buffer would keep up to twice as much, and the small
+// strings of the decoded object, left alive among the object's garbage,
+// would keep most of its memory from being reused), which p, if set,
+// may pack with other objects' (packer).
+func newCompact(u *unstructured.Unstructured, buf *bytes.Buffer, p *packer) (*Compact, error) {
 	buf.Reset()
 	if err := unstructured.UnstructuredJSONScheme.Encode(u, buf); err != nil {
 		return nil, err
@@ -57,18 +58,19 @@ func newCompact(u *unstructured.Unstructured, buf *bytes.Buffer) (*Compact, erro
 	for _, s := range strs {
 		n += len(s)
 	}
-	var b strings.Builder
-	b.Grow(n)
-	b.Write(encoded)
-	for _, s := range strs {
-		b.WriteString(s)
-	}
-	block, at := b.String(), len(encoded)
+	block := p.block(n, func(b *strings.Builder) {
+		b.Write(encoded)
+		for _, s := range strs {
+			b.WriteString(s)
+		}
+	})
 	// Each string again, as a part of block.
+	at := len(encoded)
 	for i, s := range strs {
 		strs[i], at = block[at:at+len(s)], at+len(s)
 	}
-	c := &Compact{raw: block[:len(encoded)]}
+	c := p.compact()
+	c.raw = block[:len(encoded)]
 	c.APIVersion, c.Kind, c.Name, c.Namespace, c.UID, c.ResourceVersion = strs[0], strs[1], strs[2], strs[3], types.UID(strs[4]), strs[5]
 	if labels != nil {
 		c.Labels = make(map[string]string, len(labels))
@@ -108,9 +110,9 @@ func (c *Compact) DeepCopyObject() runtime.Object {
 
 // compacting wraps a dynamic informer's transform: transform first (it
 // trims and redacts the Unstructured objects), then the compact form is
-// what is cached. Tombstones carry objects already cached, so already
-// compact.
-func compacting(transform cache.TransformFunc) cache.TransformFunc {
+// what is cached, packed by p (nil: each object on its own). Tombstones
+// carry objects already cached, so already compact.
+func compacting(transform cache.TransformFunc, p *packer) cache.TransformFunc {
 	// The encoders' buffers, reused: the informer's objects are encoded
 	// one after another.
 	buffers := sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -127,6 +129,6 @@ func compacting(transform cache.TransformFunc) cache.TransformFunc {
 		}
 		buf := buffers.Get().(*bytes.Buffer)
 		defer buffers.Put(buf)
-		return newCompact(u, buf)
+		return newCompact(u, buf, p)
 	}
 }

@@ -35,7 +35,7 @@ func fullWidget() *unstructured.Unstructured {
 // byte, and its metadata.
 func TestCompactingTransformTrimsThenCompacts(t *testing.T) {
 	trim := TransformOptions{StripManagedFields: true, StripLastApplied: true}.Transform()
-	out, err := compacting(trim)(fullWidget())
+	out, err := compacting(trim, nil)(fullWidget())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestCompactingTransformRedactsBeforeCompacting(t *testing.T) {
 		"metadata": map[string]any{"name": "db", "namespace": "ns"},
 		"data":     map[string]any{"password": "aHVudGVyMg=="},
 	}}
-	out, err := compacting(TransformOptions{RedactSecrets: true}.Transform())(s)
+	out, err := compacting(TransformOptions{RedactSecrets: true}.Transform(), nil)(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestCompactingTransformRedactsBeforeCompacting(t *testing.T) {
 // Without a transform the objects are still compacted; tombstones and
 // typed objects pass unchanged.
 func TestCompactingTransformPassesTheRest(t *testing.T) {
-	out, err := compacting(nil)(fullWidget())
+	out, err := compacting(nil, nil)(fullWidget())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +105,11 @@ func TestCompactingTransformPassesTheRest(t *testing.T) {
 		t.Errorf("no transform: got %T %v, want a Compact of the whole object", out, out)
 	}
 	tomb := cache.DeletedFinalStateUnknown{Key: "ns/w1", Obj: &Compact{}}
-	if out, err := compacting(nil)(tomb); err != nil || !reflect.DeepEqual(out, tomb) {
+	if out, err := compacting(nil, nil)(tomb); err != nil || !reflect.DeepEqual(out, tomb) {
 		t.Errorf("tombstone became %v (%v)", out, err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}
-	if out, err := compacting(nil)(cm); err != nil || out != cm {
+	if out, err := compacting(nil, nil)(cm); err != nil || out != cm {
 		t.Errorf("typed ConfigMap became %T (%v)", out, err)
 	}
 }

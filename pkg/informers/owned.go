@@ -160,7 +160,7 @@ func ownedInformer(owns Owns, selector *ShardSelector, filtered func(bool), fore
 		}
 		inf := cache.NewSharedIndexInformer(ownedListWatch{lw: lw, owns: owns, selector: selector, filtered: filtered, foreign: foreign, probe: &sync.Once{}}, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 		if !typed && compact {
-			transform = compacting(transform)
+			transform = compacting(transform, packerOf(inf))
 		}
 		if transform != nil {
 			if err := inf.SetTransform(transform); err != nil {
@@ -228,7 +228,7 @@ func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.L
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(clients.Dynamic, 0, ns, tweak)
 	inf := f.ForResource(res.GVR).Informer()
 	if compact {
-		transform = compacting(transform)
+		transform = compacting(transform, packerOf(inf))
 	}
 	if transform != nil {
 		if err := inf.SetTransform(transform); err != nil {
