@@ -58,6 +58,7 @@ func newCompact(u *unstructured.Unstructured, buf *bytes.Buffer, p *packer) (*Co
 	for _, s := range strs {
 		n += len(s)
 	}
+	p = p.ifPacking()
 	block := p.block(n, func(b *strings.Builder) {
 		b.Write(encoded)
 		for _, s := range strs {

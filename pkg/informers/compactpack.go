@@ -41,10 +41,10 @@ type packer struct {
 	objects []Compact
 }
 
-// compact returns a zero Compact: the next of the current chunk while
-// packing, else a new one.
+// compact returns a zero Compact: the next of the current chunk, or a
+// new one when p is nil (not packing).
 func (p *packer) compact() *Compact {
-	if !p.active() {
+	if p == nil {
 		return &Compact{}
 	}
 	p.mu.Lock()
@@ -58,9 +58,10 @@ func (p *packer) compact() *Compact {
 }
 
 // block returns a string of n bytes that write fills: the next n bytes of
-// the current chunk while packing, else an allocation of its own.
+// the current chunk, or an allocation of its own when p is nil (not
+// packing) or n is large.
 func (p *packer) block(n int, write func(*strings.Builder)) string {
-	if !p.active() || n > packChunkBytes/4 {
+	if p == nil || n > packChunkBytes/4 {
 		var b strings.Builder
 		b.Grow(n)
 		write(&b)
@@ -85,4 +86,11 @@ func packerOf(inf cache.SharedIndexInformer) *packer {
 	return &packer{packing: func() bool { return !inf.HasSynced() }}
 }
 
-func (p *packer) active() bool { return p != nil && p.packing != nil && p.packing() }
+// ifPacking is p while its informer is on its initial list, else nil:
+// asked once per object (HasSynced takes the informer's locks).
+func (p *packer) ifPacking() *packer {
+	if p == nil || p.packing == nil || !p.packing() {
+		return nil
+	}
+	return p
+}

@@ -75,11 +75,17 @@ type relistFrom struct {
 	rv       string
 }
 
+// klogTime is the time of klog's header "MMDD hh:mm:ss.uuuuuu", which
+// has no year: it is taken from near, a time in the run.
+func klogTime(header string, near time.Time) (time.Time, error) {
+	return time.ParseInLocation("2006 0102 15:04:05.000000", fmt.Sprintf("%d %s", near.Year(), header), time.Local)
+}
+
 // relistsFromIn reads the relists a bridge's output logged starting.
 func relistsFromIn(output string, near time.Time) []relistFrom {
 	var out []relistFrom
 	for _, m := range relistingLine.FindAllStringSubmatch(output, -1) {
-		at, err := time.ParseInLocation("2006 0102 15:04:05.000000", fmt.Sprintf("%d %s", near.Year(), m[1]), time.Local)
+		at, err := klogTime(m[1], near)
 		res, rv := resourceKey.FindStringSubmatch(m[2]), fromRVKey.FindStringSubmatch(m[2])
 		if err != nil || res == nil || rv == nil {
 			continue
@@ -94,7 +100,7 @@ func relistsFromIn(output string, near time.Time) []relistFrom {
 func relistsIn(output string, near time.Time) []relist {
 	var out []relist
 	for _, m := range populatedLine.FindAllStringSubmatch(output, -1) {
-		at, err := time.ParseInLocation("2006 0102 15:04:05.000000", fmt.Sprintf("%d %s", near.Year(), m[1]), time.Local)
+		at, err := klogTime(m[1], near)
 		if err != nil {
 			continue
 		}
