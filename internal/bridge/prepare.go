@@ -61,7 +61,8 @@ func (b *Bridge) checkStream(ctx context.Context) error {
 func (b *Bridge) buildSources(ctx context.Context, watches []watch) error {
 	logger := klog.FromContext(ctx)
 	cfg, m := b.cfg, b.metrics
-	transform := informers.TransformOptions{StripManagedFields: cfg.StripManagedFields, StripLastApplied: cfg.StripLastApplied, RedactSecrets: cfg.RedactSecrets}.Transform()
+	trims := informers.TransformOptions{StripManagedFields: cfg.StripManagedFields, StripLastApplied: cfg.StripLastApplied, RedactSecrets: cfg.RedactSecrets}
+	transform := trims.Transform()
 	sourceOpts := []informers.SourceOption{informers.WithClock(b.opts.now), informers.WithObserver(sourceObserver{m})}
 	if sh := cfg.Shard(); sh.Sharded() {
 		// Objects of other shards never reach the cache; with the
@@ -80,6 +81,10 @@ func (b *Bridge) buildSources(ctx context.Context, watches []watch) error {
 			// The gate reads every object's content: a custom
 			// resource's is cached as it is, not compacted.
 			opts = append(slices.Clip(opts), informers.WithUnstructuredCache())
+		} else {
+			// The source's transform is trims': a custom resource is
+			// decoded straight into its compact form.
+			opts = append(slices.Clip(opts), informers.WithCompactDecoding(trims))
 		}
 		src, err := informers.NewSource(b.kube.Clients, w.resource, w.scope, srcTransform, queue, opts...)
 		if err != nil {

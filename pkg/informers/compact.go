@@ -21,7 +21,9 @@ import (
 // Its metadata has the name, namespace, uid, resourceVersion, generation,
 // creation and deletion timestamps, labels and owner references; the
 // other fields (annotations, finalizers) are in the JSON only, which
-// Unstructured decodes. Like every cached object it is read-only.
+// Unstructured decodes; of the annotations, it keeps only the watch-list
+// bookmark's (k8s.io/initial-events-end), which never reaches the cache.
+// Like every cached object it is read-only.
 type Compact struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
@@ -37,21 +39,52 @@ func NewCompact(u *unstructured.Unstructured) (*Compact, error) {
 	return newCompact(u, &buf, nil)
 }
 
-// newCompact is NewCompact encoding in buf, which it resets. The JSON and
-// the metadata's strings are kept in one block of exactly their length
-// (an encoder's buffer would keep up to twice as much, and the small
-// strings of the decoded object, left alive among the object's garbage,
-// would keep most of its memory from being reused), which p, if set,
-// may pack with other objects' (packer).
+// newCompact is NewCompact encoding in buf, which it resets, packed by
+// p (see assemble).
 func newCompact(u *unstructured.Unstructured, buf *bytes.Buffer, p *packer) (*Compact, error) {
 	buf.Reset()
 	if err := unstructured.UnstructuredJSONScheme.Encode(u, buf); err != nil {
 		return nil, err
 	}
-	encoded := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	labels := u.GetLabels()
-	strs := []string{u.GetAPIVersion(), u.GetKind(), u.GetName(), u.GetNamespace(), string(u.GetUID()), u.GetResourceVersion()}
-	for k, v := range labels {
+	m := compactMeta{
+		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace(), UID: string(u.GetUID()),
+		ResourceVersion: u.GetResourceVersion(), Generation: u.GetGeneration(), CreationTimestamp: u.GetCreationTimestamp(),
+		DeletionTimestamp: u.GetDeletionTimestamp(), Labels: u.GetLabels(), OwnerReferences: u.GetOwnerReferences(),
+	}
+	m.Annotations.InitialEventsEnd, _, _ = unstructured.NestedString(u.Object, "metadata", "annotations", metav1.InitialEventsAnnotationKey)
+	return m.assemble(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), p), nil
+}
+
+// compactMeta is the metadata a Compact keeps, as it is read from an
+// Unstructured or decoded from the object's JSON (compactDecoder).
+type compactMeta struct {
+	APIVersion        string                  `json:"-"`
+	Kind              string                  `json:"-"`
+	Name              string                  `json:"name"`
+	Namespace         string                  `json:"namespace"`
+	UID               string                  `json:"uid"`
+	ResourceVersion   string                  `json:"resourceVersion"`
+	Generation        int64                   `json:"generation"`
+	CreationTimestamp metav1.Time             `json:"creationTimestamp"`
+	DeletionTimestamp *metav1.Time            `json:"deletionTimestamp"`
+	Labels            map[string]string       `json:"labels"`
+	OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
+	// Annotations has the one annotation a Compact keeps: the watch-list
+	// bookmark's, which the reflector reads.
+	Annotations struct {
+		InitialEventsEnd string `json:"k8s.io/initial-events-end"`
+	} `json:"annotations"`
+}
+
+// assemble is the Compact of encoded and m. The JSON and the metadata's
+// strings are kept in one block of exactly their length (an encoder's
+// buffer would keep up to twice as much, and the small strings of the
+// decoded object, left alive among the object's garbage, would keep most
+// of its memory from being reused), which p, if set, may pack with other
+// objects' (packer).
+func (m *compactMeta) assemble(encoded []byte, p *packer) *Compact {
+	strs := []string{m.APIVersion, m.Kind, m.Name, m.Namespace, m.UID, m.ResourceVersion}
+	for k, v := range m.Labels {
 		strs = append(strs, k, v)
 	}
 	n := len(encoded)
@@ -73,16 +106,19 @@ func newCompact(u *unstructured.Unstructured, buf *bytes.Buffer, p *packer) (*Co
 	c := p.compact()
 	c.raw = block[:len(encoded)]
 	c.APIVersion, c.Kind, c.Name, c.Namespace, c.UID, c.ResourceVersion = strs[0], strs[1], strs[2], strs[3], types.UID(strs[4]), strs[5]
-	if labels != nil {
-		c.Labels = make(map[string]string, len(labels))
+	if m.Labels != nil {
+		c.Labels = make(map[string]string, len(m.Labels))
 		for i := 6; i+1 < len(strs); i += 2 {
 			c.Labels[strs[i]] = strs[i+1]
 		}
 	}
-	c.Generation = u.GetGeneration()
-	c.CreationTimestamp, c.DeletionTimestamp = u.GetCreationTimestamp(), u.GetDeletionTimestamp()
-	c.OwnerReferences = u.GetOwnerReferences()
-	return c, nil
+	c.Generation = m.Generation
+	c.CreationTimestamp, c.DeletionTimestamp = m.CreationTimestamp, m.DeletionTimestamp
+	c.OwnerReferences = m.OwnerReferences
+	if v := m.Annotations.InitialEventsEnd; v != "" {
+		c.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: v}
+	}
+	return c
 }
 
 // RawJSON is the object's JSON, with its apiVersion and kind.

@@ -83,7 +83,13 @@ func (p *packer) block(n int, write func(*strings.Builder)) string {
 
 // packerOf packs the initial list of inf: until it has synced.
 func packerOf(inf cache.SharedIndexInformer) *packer {
-	return &packer{packing: func() bool { return !inf.HasSynced() }}
+	return &packer{packing: packingOf(inf)}
+}
+
+// packingOf reports whether inf is on its initial list; a packer made
+// before its informer is told this before the informer runs.
+func packingOf(inf cache.SharedIndexInformer) func() bool {
+	return func() bool { return !inf.HasSynced() }
 }
 
 // ifPacking is p while its informer is on its initial list, else nil:

@@ -2,7 +2,8 @@
 // resource names the way kubectl does, runs one shared informer per
 // configured resource type (typed for built-ins, dynamic for custom
 // resources, whose objects are cached as Compact: their JSON and the
-// metadata the bridge reads), trims objects before they enter the cache,
+// metadata the bridge reads, copied from the apiserver's JSON where it
+// can be), trims objects before they enter the cache,
 // and turns handler callbacks and indexer listings into Change values.
 //
 // Objects handed out in a Change belong to the informer cache: consumers

@@ -152,14 +152,25 @@ func shardSelectorOf(list runtime.Object) string {
 // filtered by owns (and, with selector, by the apiserver): typed
 // (protobuf, from Clients.Config) for the types client-go's scheme knows,
 // dynamic for the others.
-func ownedInformer(owns Owns, selector *ShardSelector, filtered func(bool), foreign func(int)) func(Clients, *Resource, string, func(*metav1.ListOptions), cache.TransformFunc, bool) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
-	return func(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc, compact bool) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
+func ownedInformer(owns Owns, selector *ShardSelector, filtered func(bool), foreign func(int)) func(Clients, *Resource, string, func(*metav1.ListOptions), cache.TransformFunc, cacheForm) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
+	return func(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc, form cacheForm) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
 		lw, example, typed, err := listWatch(clients, res, ns, tweak)
 		if err != nil {
 			return nil, nil, false, err
 		}
+		var p *packer
+		if !typed && form.decodes(clients) {
+			p = &packer{}
+			if lw, err = compactListWatch(clients.Config, res, ns, tweak, *form.trims, p); err != nil {
+				return nil, nil, false, err
+			}
+			example, transform = &Compact{}, nil
+		}
 		inf := cache.NewSharedIndexInformer(ownedListWatch{lw: lw, owns: owns, selector: selector, filtered: filtered, foreign: foreign, probe: &sync.Once{}}, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-		if !typed && compact {
+		switch {
+		case p != nil:
+			p.packing = packingOf(inf)
+		case !typed && form.compact:
 			transform = compacting(transform, packerOf(inf))
 		}
 		if transform != nil {
@@ -209,9 +220,9 @@ func listWatch(clients Clients, res *Resource, ns string, tweak func(*metav1.Lis
 
 // newInformer builds res's informer in namespace ns (all when empty) from
 // client-go's informer factories: typed when the typed clients know the
-// type, else dynamic, whose cache holds Compact objects when compact is
-// set.
-func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc, compact bool) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
+// type, else dynamic, whose cache holds Compact objects when form says
+// so, decoded straight from JSON when it allows that.
+func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc, form cacheForm) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
 	if clients.Typed != nil {
 		opts := []kinformers.SharedInformerOption{kinformers.WithNamespace(ns), kinformers.WithTweakListOptions(tweak)}
 		if transform != nil {
@@ -222,12 +233,24 @@ func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.L
 			return generic.Informer(), f.Start, true, nil
 		}
 	}
+	if form.decodes(clients) {
+		p := &packer{}
+		lw, err := compactListWatch(clients.Config, res, ns, tweak, *form.trims, p)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		inf := cache.NewSharedIndexInformerWithOptions(lw, &Compact{}, cache.SharedIndexInformerOptions{
+			Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, ObjectDescription: res.GVR.String(),
+		})
+		p.packing = packingOf(inf)
+		return inf, func(stop <-chan struct{}) { go inf.Run(stop) }, false, nil
+	}
 	if clients.Dynamic == nil {
 		return nil, nil, false, fmt.Errorf("%s: no typed informer and no dynamic client", res)
 	}
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(clients.Dynamic, 0, ns, tweak)
 	inf := f.ForResource(res.GVR).Informer()
-	if compact {
+	if form.compact {
 		transform = compacting(transform, packerOf(inf))
 	}
 	if transform != nil {
@@ -236,4 +259,21 @@ func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.L
 		}
 	}
 	return inf, f.Start, false, nil
+}
+
+// cacheForm is how a dynamic type's objects are cached: Compact, or
+// Unstructured (WithUnstructuredCache).
+type cacheForm struct {
+	compact bool
+	// trims, if set, are what the Source's transform does
+	// (WithCompactDecoding): Compact objects may then be decoded straight
+	// from the apiserver's JSON, trimmed as they say, without the
+	// Unstructured tree.
+	trims *TransformOptions
+}
+
+// decodes reports whether objects are decoded straight into Compact: it
+// takes the REST configuration (fake clients have none).
+func (f cacheForm) decodes(clients Clients) bool {
+	return f.compact && f.trims != nil && clients.Config != nil
 }
