@@ -65,8 +65,8 @@ type compactMeta struct {
 	UID               string                  `json:"uid"`
 	ResourceVersion   string                  `json:"resourceVersion"`
 	Generation        int64                   `json:"generation"`
-	CreationTimestamp metav1.Time             `json:"creationTimestamp"`
-	DeletionTimestamp *metav1.Time            `json:"deletionTimestamp"`
+	CreationTimestamp metav1.Time             `json:"-"`
+	DeletionTimestamp *metav1.Time            `json:"-"`
 	Labels            map[string]string       `json:"labels"`
 	OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
 	// Annotations has the one annotation a Compact keeps: the watch-list
@@ -74,6 +74,30 @@ type compactMeta struct {
 	Annotations struct {
 		InitialEventsEnd string `json:"k8s.io/initial-events-end"`
 	} `json:"annotations"`
+	// The timestamps as decoded: parsed as Unstructured parses them
+	// (metav1.Time's JSON decoding would decode each string twice).
+	Created *string `json:"creationTimestamp"`
+	Deleted *string `json:"deletionTimestamp"`
+}
+
+// parseTimes sets the timestamps from the decoded strings, as the
+// Unstructured getters read them: an empty or null one is zero, or nil.
+func (m *compactMeta) parseTimes() error {
+	if m.Created != nil {
+		if err := m.CreationTimestamp.UnmarshalQueryParameter(*m.Created); err != nil {
+			return err
+		}
+	}
+	if m.Deleted != nil {
+		var t metav1.Time
+		if err := t.UnmarshalQueryParameter(*m.Deleted); err != nil {
+			return err
+		}
+		if !t.IsZero() {
+			m.DeletionTimestamp = &t
+		}
+	}
+	return nil
 }
 
 // assemble is the Compact of encoded and m. The JSON and the metadata's

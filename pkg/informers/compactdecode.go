@@ -136,6 +136,9 @@ func (d *compactDecoder) compact(h objectHead, out []byte, start int) (*Compact,
 		if err := jsonv2.Unmarshal(out[h.meta[0]:h.meta[1]], &m); err != nil {
 			return nil, err
 		}
+		if err := m.parseTimes(); err != nil {
+			return nil, err
+		}
 	}
 	return m.assemble(out[start:], d.packer), nil
 }

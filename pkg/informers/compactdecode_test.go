@@ -151,6 +151,7 @@ func TestCompactDecoderTakesTheUnstructuredWay(t *testing.T) {
 		"duplicate key":     strings.Replace(plain, `"kind":"Widget"`, `"kind":"Widget","kind":"Widget"`, 1),
 		"item without kind": `{"apiVersion":"example.com/v1","items":[{"metadata":{"name":"x","namespace":"a"}}],"kind":"WidgetList","metadata":{"resourceVersion":"3"}}`,
 		"secret":            `{"apiVersion":"v1","data":{"password":"aHVudGVyMg=="},"kind":"Secret","metadata":{"name":"db","namespace":"ns"}}`,
+		"bad timestamp":     strings.Replace(plain, `"name"`, `"creationTimestamp":"yesterday","name"`, 1),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if decodeBothWays(t, []byte(doc), trims) {
@@ -224,6 +225,7 @@ func BenchmarkCompactDecoding(b *testing.B) {
 	u := widget("bench", "w-000123", "123456")
 	u.SetUID("6f1c2a9e-1b6e-4c1e-9f51-2b1f0c2d9e11")
 	u.SetLabels(map[string]string{"app": "bench"})
+	u.SetCreationTimestamp(metav1.NewTime(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)))
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "versus", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "example.com/v1",
 		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{".":{},"f:key-0":{},"f:key-1":{},"f:key-2":{},"f:key-3":{}}}`)}})
 	data := map[string]any{}

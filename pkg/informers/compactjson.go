@@ -262,20 +262,22 @@ func (t *jsonTrimmer) value(at where) error {
 // paragraph separators escaped, and only the escapes it uses. jsontext
 // has already rejected invalid UTF-8 and raw control characters.
 func canonicalString(s []byte) bool {
-	escaped := false
-	for i := 1; i < len(s)-1; i++ {
-		switch c := s[i]; c {
-		case '<', '>', '&':
-			return false
-		case '\\':
-			escaped = true
-		case 0xE2:
-			if i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xA8 || s[i+2] == 0xA9) {
-				return false
-			}
-		}
+	// One vectorized search per byte is faster than a loop over them all.
+	body := s[1 : len(s)-1]
+	if bytes.IndexByte(body, '<') >= 0 || bytes.IndexByte(body, '>') >= 0 || bytes.IndexByte(body, '&') >= 0 {
+		return false
 	}
-	if !escaped {
+	for rest := body; ; {
+		i := bytes.IndexByte(rest, 0xE2)
+		if i < 0 {
+			break
+		}
+		if i+2 < len(rest) && rest[i+1] == 0x80 && (rest[i+2] == 0xA8 || rest[i+2] == 0xA9) {
+			return false
+		}
+		rest = rest[i+1:]
+	}
+	if bytes.IndexByte(body, '\\') < 0 {
 		return true
 	}
 	var v string

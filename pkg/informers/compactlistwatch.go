@@ -35,8 +35,8 @@ func compactListWatch(cfg *rest.Config, res *Resource, ns string, tweak func(*me
 		Serializer: newCompactDecoder(trims, p),
 		StreamSerializer: &runtime.StreamSerializerInfo{
 			EncodesAsText: true,
-			Serializer:    json.NewSerializerWithOptions(json.DefaultMetaFactory, meta, meta, json.SerializerOptions{}),
-			Framer:        json.Framer,
+			Serializer:    newWatchEventDecoder(json.NewSerializerWithOptions(json.DefaultMetaFactory, meta, meta, json.SerializerOptions{})),
+			Framer:        jsonFramer{},
 		},
 	}}}
 	rc, err := rest.RESTClientFor(c)
