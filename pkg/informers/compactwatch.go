@@ -2,6 +2,7 @@ package informers
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"sync"
 
@@ -47,6 +48,12 @@ func (f *jsonFrameReader) Read(data []byte) (int, error) {
 	frame := f.remaining
 	if len(frame) == 0 {
 		v, err := f.dec.ReadValue()
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// A watch cut within an event: as client-go's framer says it,
+			// for its watch to end it quietly as before (jsontext wraps it
+			// in a syntax error).
+			return 0, io.ErrUnexpectedEOF
+		}
 		if err != nil {
 			return 0, err
 		}

@@ -97,3 +97,20 @@ func TestSplitWatchEvents(t *testing.T) {
 		}
 	}
 }
+
+// A watch cut within an event ends as client-go's framer ends it: with
+// io.ErrUnexpectedEOF itself, which the watch takes for a quiet end
+// rather than an error event.
+func TestWatchCutWithinAnEvent(t *testing.T) {
+	stream := `{"type":"ADDED","object":{}}` + "\n" + `{"type":"ADDED","obj`
+	for name, framer := range map[string]runtime.Framer{"client-go": json.Framer, "jsonFramer": jsonFramer{}} {
+		frames := framer.NewFrameReader(io.NopCloser(strings.NewReader(stream)))
+		buf := make([]byte, 1024)
+		if _, err := frames.Read(buf); err != nil {
+			t.Fatalf("%s: first frame: %v", name, err)
+		}
+		if _, err := frames.Read(buf); err != io.ErrUnexpectedEOF {
+			t.Errorf("%s: the cut frame read with %v, want io.ErrUnexpectedEOF", name, err)
+		}
+	}
+}
