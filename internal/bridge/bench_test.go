@@ -24,6 +24,7 @@ import (
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
+	"github.com/kubebridge/kubebridge/pkg/sink"
 )
 
 var benchPods = &informers.Resource{GVR: corev1.SchemeGroupVersion.WithResource("pods"), Kind: "Pod", Namespaced: true}
@@ -54,10 +55,14 @@ func BenchmarkPipelineReplicas(b *testing.B) {
 // the same number of pre-encoded updated-Pod messages (one per Pod, with
 // headers) published with jetstream's async publish and a window of the
 // same size, to the same kind of in-process server, with nothing else to
-// do. The ratio of the two is the pipeline's cost.
+// do. The ratio of the two is the pipeline's cost. The fenced runs send
+// the fenced pipeline's messages: its term in the header, and each
+// publish conditional on the sequence its subject's last publish was
+// acknowledged at.
 func BenchmarkRawPublish(b *testing.B) {
 	for _, storage := range []string{"file", "memory"} {
-		b.Run(storage, func(b *testing.B) { benchRawPublish(b, storage) })
+		b.Run(storage, func(b *testing.B) { benchRawPublish(b, storage, false) })
+		b.Run(storage+"-fenced", func(b *testing.B) { benchRawPublish(b, storage, true) })
 	}
 }
 
@@ -78,20 +83,44 @@ func benchNATS(b *testing.B) string {
 	return url
 }
 
-func benchRawPublish(b *testing.B, storage string) {
-	nc, cfg, stream, toSend := rawMessages(b, storage)
+func benchRawPublish(b *testing.B, storage string, fenced bool) {
+	var term uint64
+	if fenced {
+		// The term a fresh stream's first holder takes, as the fenced
+		// pipeline's messages carry it.
+		term = 1
+	}
+	nc, cfg, stream, toSend := rawMessages(b, storage, term)
 	before := stream.CachedInfo().State.LastSeq
 	ajs, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(2*cfg.PublishWindow))
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Each subject's last acknowledgement, for the next publish to it to
+	// expect: with at most 2×window publishes pending and more subjects
+	// than that, it has come by the time the subject's turn comes again.
+	last := map[string]jetstream.PubAckFuture{}
 	b.ReportAllocs()
 	b.ResetTimer()
 	start, cpuStart := time.Now(), processCPU(b)
 	for _, m := range toSend {
-		if _, err := ajs.PublishMsgAsync(m); err != nil {
+		if fenced {
+			expect := uint64(0)
+			if f, ok := last[m.Subject]; ok {
+				select {
+				case ack := <-f.Ok():
+					expect = ack.Sequence
+				case err := <-f.Err():
+					b.Fatalf("%s: %v", m.Subject, err)
+				}
+			}
+			m.Header.Set(sink.HeaderExpectedLastSubjectSequence, strconv.FormatUint(expect, 10))
+		}
+		f, err := ajs.PublishMsgAsync(m)
+		if err != nil {
 			b.Fatal(err)
 		}
+		last[m.Subject] = f
 	}
 	<-ajs.PublishAsyncComplete()
 	reportRaw(b, stream, before, start, cpuStart)
@@ -102,7 +131,7 @@ func benchRawPublish(b *testing.B, storage string) {
 // own, as every event the bridge publishes has (a repeated Nats-Msg-Id
 // would be acknowledged as a duplicate without being stored, which costs
 // the server far less).
-func rawMessages(b *testing.B, storage string) (*nats.Conn, *config.Config, jetstream.Stream, []*nats.Msg) {
+func rawMessages(b *testing.B, storage string, term uint64) (*nats.Conn, *config.Config, jetstream.Stream, []*nats.Msg) {
 	nc, js := connect(b, benchNATS(b))
 	cfg := testConfig(b, map[string]string{"BRIDGE_STREAM_STORAGE": storage})
 	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
@@ -110,7 +139,7 @@ func rawMessages(b *testing.B, storage string) (*nats.Conn, *config.Config, jets
 		b.Fatal(err)
 	}
 	const pods = 2000
-	enc := &encode.Encoder{Subjects: subjects}
+	enc := &encode.Encoder{Subjects: subjects, Term: term}
 	msgs := make([]*nats.Msg, pods)
 	for i := range msgs {
 		e, err := enc.EncodeWithin(informers.Change{Verb: informers.Updated, Resource: benchPods, Object: fixtures.Pod(i, 2), OldObject: fixtures.Pod(i, 1)}, 0)

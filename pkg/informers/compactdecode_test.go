@@ -87,7 +87,9 @@ func TestCompactDecoderCopiesWhatUnstructuredWrites(t *testing.T) {
 	bookmark.SetKind("Widget")
 	bookmark.SetResourceVersion("77")
 	bookmark.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
-	for name, u := range map[string]*unstructured.Unstructured{"full": full, "plain": widget("a", "w2", "5"), "bookmark": bookmark} {
+	onlyLastApplied := widget("a", "w3", "6")
+	onlyLastApplied.SetAnnotations(map[string]string{LastAppliedAnnotation: "{}"})
+	for name, u := range map[string]*unstructured.Unstructured{"full": full, "plain": widget("a", "w2", "5"), "bookmark": bookmark, "only the last-applied annotation": onlyLastApplied} {
 		t.Run(name, func(t *testing.T) {
 			if !decodeBothWays(t, apiserverJSON(t, u), trims) {
 				t.Errorf("took the Unstructured way for JSON as encoding/json writes it")
