@@ -164,7 +164,11 @@ func (d *compactDecoder) unstructured(data []byte, defaults *schema.GroupVersion
 		c, err := d.trimmed(o, buf)
 		return c, gvk, err
 	case *unstructured.UnstructuredList:
-		list := &CompactList{TypeMeta: metav1.TypeMeta{APIVersion: o.GetAPIVersion(), Kind: o.GetKind()}, Items: make([]*Compact, len(o.Items))}
+		list := &CompactList{TypeMeta: metav1.TypeMeta{APIVersion: o.GetAPIVersion(), Kind: o.GetKind()}}
+		if len(o.Items) > 0 {
+			// nil when empty, as the copying way leaves it.
+			list.Items = make([]*Compact, len(o.Items))
+		}
 		if m, ok := o.Object["metadata"]; ok {
 			// Every field of the list's metadata, shardInfo included.
 			raw, err := json.Marshal(m)
