@@ -112,6 +112,25 @@ func TestCompactDecodingOnTheAPIServer(t *testing.T) {
 	}
 	sameAsUnstructured(t, s, widgets, trims, 5)
 
+	// A shard's Source (ownedInformer) decodes the same way and keeps
+	// only what it owns.
+	owns := func(_, name string) bool { return name != "numbers" }
+	sharded := startSource(t, clients, res, Scope{}, trims.Transform(), &recordQueue{}, WithCompactDecoding(trims), WithOwns(owns))
+	if got := len(sharded.List()); got != 4 {
+		t.Fatalf("the shard's Source cached %d Widgets, want the 4 it owns", got)
+	}
+	for _, o := range sharded.List() {
+		got, ok := o.(*Compact)
+		if !ok {
+			t.Fatalf("the shard's Source cached a %T", o)
+		}
+		for _, w := range s.List() {
+			if w := w.(*Compact); w.Name == got.Name && !reflect.DeepEqual(w, got) {
+				t.Errorf("%s: the shard's Source cached\n%s\nthe other\n%s", got.Name, got.RawJSON(), w.RawJSON())
+			}
+		}
+	}
+
 	// Which way the decoder took, on the apiserver's own JSON.
 	d := newCompactDecoder(trims, nil)
 	for name, copies := range map[string]bool{"plain": true, "escapes": true, "meta": true, "numbers": false} {

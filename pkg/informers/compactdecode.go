@@ -1,7 +1,6 @@
 package informers
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,20 +46,19 @@ func (l *CompactList) DeepCopyObject() runtime.Object {
 // *metav1.Status, which the REST client turns into errors.
 type compactDecoder struct {
 	trims TransformOptions
-	// transform is trims.Transform(), for the Unstructured way.
-	transform cache.TransformFunc
-	packer    *packer
-	trimmers  sync.Pool
-	buffers   sync.Pool
+	// compacting is what the informer's transform would do with an
+	// Unstructured (trims, then the compact form): the Unstructured way.
+	compacting cache.TransformFunc
+	packer     *packer
+	trimmers   sync.Pool
 }
 
 var _ runtime.Serializer = (*compactDecoder)(nil)
 
 func newCompactDecoder(trims TransformOptions, p *packer) *compactDecoder {
 	return &compactDecoder{
-		trims: trims, transform: trims.Transform(), packer: p,
+		trims: trims, compacting: compacting(trims.Transform(), p), packer: p,
 		trimmers: sync.Pool{New: func() any { return &jsonTrimmer{trims: trims} }},
-		buffers:  sync.Pool{New: func() any { return new(bytes.Buffer) }},
 	}
 }
 
@@ -150,8 +148,6 @@ func (d *compactDecoder) unstructured(data []byte, defaults *schema.GroupVersion
 	if err != nil {
 		return nil, nil, err
 	}
-	buf := d.buffers.Get().(*bytes.Buffer)
-	defer d.buffers.Put(buf)
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
 		if o.GetAPIVersion() == "v1" && o.GetKind() == "Status" {
@@ -161,7 +157,7 @@ func (d *compactDecoder) unstructured(data []byte, defaults *schema.GroupVersion
 			}
 			return status, gvk, nil
 		}
-		c, err := d.trimmed(o, buf)
+		c, err := d.trimmed(o)
 		return c, gvk, err
 	case *unstructured.UnstructuredList:
 		list := &CompactList{TypeMeta: metav1.TypeMeta{APIVersion: o.GetAPIVersion(), Kind: o.GetKind()}}
@@ -180,7 +176,7 @@ func (d *compactDecoder) unstructured(data []byte, defaults *schema.GroupVersion
 			}
 		}
 		for i := range o.Items {
-			if list.Items[i], err = d.trimmed(&o.Items[i], buf); err != nil {
+			if list.Items[i], err = d.trimmed(&o.Items[i]); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -190,13 +186,12 @@ func (d *compactDecoder) unstructured(data []byte, defaults *schema.GroupVersion
 }
 
 // trimmed is u's Compact, trimmed as the informer's transform would.
-func (d *compactDecoder) trimmed(u *unstructured.Unstructured, buf *bytes.Buffer) (*Compact, error) {
-	if d.transform != nil {
-		if _, err := d.transform(u); err != nil {
-			return nil, err
-		}
+func (d *compactDecoder) trimmed(u *unstructured.Unstructured) (*Compact, error) {
+	out, err := d.compacting(u)
+	if err != nil {
+		return nil, err
 	}
-	return newCompact(u, buf, d.packer)
+	return out.(*Compact), nil
 }
 
 // Encode is not needed: lists and watches send no object.

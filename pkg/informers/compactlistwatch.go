@@ -15,8 +15,10 @@ import (
 
 // compactListWatch lists and watches res in namespace ns (all when empty)
 // as the dynamic client does, in JSON, but decodes the objects straight
-// into Compact (compactDecoder), trimmed as trims says and packed by p.
-func compactListWatch(cfg *rest.Config, res *Resource, ns string, tweak func(*metav1.ListOptions), trims TransformOptions, p *packer) (*cache.ListWatch, error) {
+// into Compact (compactDecoder), trimmed as trims says and packed by the
+// packer it returns, whose informer is to set its packing once built.
+func compactListWatch(cfg *rest.Config, res *Resource, ns string, tweak func(*metav1.ListOptions), trims TransformOptions) (*cache.ListWatch, *packer, error) {
+	p := &packer{}
 	gv := res.GVR.GroupVersion()
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &gv
@@ -41,7 +43,7 @@ func compactListWatch(cfg *rest.Config, res *Resource, ns string, tweak func(*me
 	}}}
 	rc, err := rest.RESTClientFor(c)
 	if err != nil {
-		return nil, fmt.Errorf("%s: REST client: %w", res, err)
+		return nil, nil, fmt.Errorf("%s: REST client: %w", res, err)
 	}
 	params := runtime.NewParameterCodec(meta)
 	return &cache.ListWatch{
@@ -54,7 +56,7 @@ func compactListWatch(cfg *rest.Config, res *Resource, ns string, tweak func(*me
 			opts.Watch = true
 			return rc.Get().Namespace(ns).Resource(res.GVR.Resource).SpecificallyVersionedParams(&opts, params, v1).Watch(ctx)
 		},
-	}, nil
+	}, p, nil
 }
 
 // compactNegotiator offers the REST client JSON only, decoded by a

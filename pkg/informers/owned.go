@@ -160,8 +160,7 @@ func ownedInformer(owns Owns, selector *ShardSelector, filtered func(bool), fore
 		}
 		var p *packer
 		if !typed && form.decodes(clients) {
-			p = &packer{}
-			if lw, err = compactListWatch(clients.Config, res, ns, tweak, *form.trims, p); err != nil {
+			if lw, p, err = compactListWatch(clients.Config, res, ns, tweak, *form.trims); err != nil {
 				return nil, nil, false, err
 			}
 			example, transform = &Compact{}, nil
@@ -234,8 +233,7 @@ func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.L
 		}
 	}
 	if form.decodes(clients) {
-		p := &packer{}
-		lw, err := compactListWatch(clients.Config, res, ns, tweak, *form.trims, p)
+		lw, p, err := compactListWatch(clients.Config, res, ns, tweak, *form.trims)
 		if err != nil {
 			return nil, nil, false, err
 		}
