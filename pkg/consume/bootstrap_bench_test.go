@@ -3,7 +3,9 @@ package consume
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubebridge/kubebridge/internal/natstest"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
@@ -21,10 +24,21 @@ const benchObjects = 10000
 
 // benchStream starts an in-process server with a stream holding a term
 // marker and a start-up snapshot of benchObjects ConfigMaps (~1 KB of data
-// each), made by the bridge's encoder.
+// each), made by the bridge's encoder. With KUBEBRIDGE_BENCH_NATS_URL set
+// it makes the stream on that server instead, so that the process's heap
+// is the consumer's alone.
 func benchStream(b *testing.B) jetstream.JetStream {
 	b.Helper()
-	_, js, _ := startJetStream(b)
+	var js jetstream.JetStream
+	if url := os.Getenv("KUBEBRIDGE_BENCH_NATS_URL"); url != "" {
+		_, js = natstest.JetStream(b, url)
+		if err := js.DeleteStream(context.Background(), "KB"); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			b.Fatal(err)
+		}
+		createTestStream(b, js)
+	} else {
+		_, js, _ = startJetStream(b)
+	}
 	ctx := context.Background()
 	enc := &encode.Encoder{Subjects: testSubjects}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

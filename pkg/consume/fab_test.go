@@ -192,6 +192,13 @@ func startJetStream(t testing.TB) (*nats.Conn, jetstream.JetStream, *jsStore) {
 	t.Helper()
 	srv := natstest.Server(t, server.Options{JetStream: true})
 	nc, js := natstest.JetStream(t, srv.ClientURL())
+	createTestStream(t, js)
+	return nc, js, &jsStore{js: js, stream: "KB"}
+}
+
+// createTestStream creates the tests' stream KB in memory.
+func createTestStream(t testing.TB, js jetstream.JetStream) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "KB", Subjects: []string{testSubjects.Stream()}, Storage: jetstream.MemoryStorage,
@@ -199,7 +206,6 @@ func startJetStream(t testing.TB) (*nats.Conn, jetstream.JetStream, *jsStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return nc, js, &jsStore{js: js, stream: "KB"}
 }
 
 func testClient(t *testing.T, js jetstream.JetStream) *Client {

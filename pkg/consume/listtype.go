@@ -76,6 +76,9 @@ const (
 	fieldNamespace = "metadata.namespace"
 )
 
+// everything reports whether every object matches.
+func (s selectors) everything() bool { return s.labels.Empty() && s.fields.Empty() }
+
 func parseSelectors(o metav1.ListOptions) (selectors, error) {
 	ls, err := labels.Parse(o.LabelSelector)
 	if err != nil {

@@ -39,7 +39,11 @@ type session struct {
 	// queue holds the events derived and not delivered yet.
 	queue []watch.Event
 	// visible maps the key of every object the reflector was told of (an
-	// Added and no Deleted since) to the resourceVersion it was told.
+	// Added and no Deleted since) to the resourceVersion it was told. It
+	// is nil without selectors: the reflector is then told of every
+	// object the Applier holds, at the version it holds, and the
+	// Applier's handler calls say what it was told (a map of every key
+	// would cost a tenth of the objects' own memory).
 	visible map[string]string
 	// items is the list, until it is handed out.
 	items []runtime.Object
@@ -50,8 +54,11 @@ type session struct {
 }
 
 func newSession(f filter, sel selectors, example runtime.Object) *session {
-	return &session{f: f, sel: sel, exampleType: reflect.TypeOf(example), exampleGVK: example.GetObjectKind().GroupVersionKind(),
-		visible: map[string]string{}}
+	s := &session{f: f, sel: sel, exampleType: reflect.TypeOf(example), exampleGVK: example.GetObjectKind().GroupVersionKind()}
+	if !sel.everything() {
+		s.visible = map[string]string{}
+	}
+	return s
 }
 
 // bootstrap rebuilds the state with st, which must not have run: st runs
@@ -88,7 +95,9 @@ func (s *session) list(objs []any, seq uint64) {
 		m, ok := s.accept(obj)
 		if ok && s.sel.matches(m) {
 			s.items = append(s.items, obj.(runtime.Object))
-			s.visible[key(m)] = m.GetResourceVersion()
+			if s.visible != nil {
+				s.visible[key(m)] = m.GetResourceVersion()
+			}
 		}
 	}
 }
@@ -148,8 +157,8 @@ func (s *session) accept(obj any) (metav1.Object, bool) {
 }
 
 // OnAdd, OnUpdate and OnDelete receive the Applier's changes.
-func (s *session) OnAdd(obj any, _ bool) { s.upsert(obj) }
-func (s *session) OnUpdate(_, obj any)   { s.upsert(obj) }
+func (s *session) OnAdd(obj any, _ bool) { s.upsert(nil, obj) }
+func (s *session) OnUpdate(old, obj any) { s.upsert(old, obj) }
 
 func (s *session) OnDelete(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -157,6 +166,10 @@ func (s *session) OnDelete(obj any) {
 	}
 	m, ok := s.accept(obj)
 	if !ok {
+		return
+	}
+	if s.visible == nil {
+		s.push(watch.Deleted, obj)
 		return
 	}
 	k := key(m)
@@ -169,10 +182,20 @@ func (s *session) OnDelete(obj any) {
 
 // upsert tells the reflector of an object's new state, as the API server
 // would under the selectors: Added when it enters them, Modified when its
-// resourceVersion changed, Deleted when it leaves them.
-func (s *session) upsert(obj any) {
+// resourceVersion changed, Deleted when it leaves them. old is the
+// Applier's previous state of the object, nil for an add.
+func (s *session) upsert(old, obj any) {
 	m, ok := s.accept(obj)
 	if !ok {
+		return
+	}
+	if s.visible == nil {
+		switch {
+		case old == nil:
+			s.push(watch.Added, obj)
+		case resourceVersionOf(old) != m.GetResourceVersion():
+			s.push(watch.Modified, obj)
+		}
 		return
 	}
 	k := key(m)
@@ -321,4 +344,13 @@ func (a *Applier) attach(ref contract.Type, h cache.ResourceEventHandler, init f
 	t.handlers = append(t.handlers, h)
 	init(t.indexer.List(), a.stats.LastSeq)
 	return nil
+}
+
+// resourceVersionOf is obj's resourceVersion, "" if it has no metadata.
+func resourceVersionOf(obj any) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetResourceVersion()
 }
