@@ -121,7 +121,7 @@ func cachedObjectMessages(b *testing.B, r *informers.Resource) []*nats.Msg {
 		rng := rand.New(rand.NewPCG(uint64(i), 0x6b75626562726964))
 		data := make(map[string]string, 4)
 		for k := range 4 {
-			data["key-"+strconv.Itoa(k)] = randomData(rng, 512)
+			data["key-"+strconv.Itoa(k)] = fixtures.RandomData(rng, 512)
 		}
 		meta := metav1.ObjectMeta{Namespace: "bench-memory", Name: fmt.Sprintf("obj-%06d", i), UID: fixtures.MemoryUID(i),
 			ResourceVersion: strconv.Itoa(123456789 + i), Labels: map[string]string{"app": "bench"},
@@ -144,14 +144,4 @@ func cachedObjectMessages(b *testing.B, r *informers.Resource) []*nats.Msg {
 		msgs[i] = e.Msg
 	}
 	return msgs
-}
-
-const benchAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/"
-
-func randomData(rng *rand.Rand, n int) string {
-	out := make([]byte, n)
-	for j := range out {
-		out[j] = benchAlphabet[rng.IntN(len(benchAlphabet))]
-	}
-	return string(out)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
+	"github.com/kubebridge/kubebridge/internal/fixtures"
 )
 
 // churnPlan is how one setup's churn splits: creates first, then updates,
@@ -55,7 +56,7 @@ func (b *bench) change(ctx context.Context, seq int, plan churnPlan, k int) erro
 		j := k - plan.creates
 		rng := rand.New(rand.NewPCG(uint64(j), uint64(seq)<<32|0x6368))
 		key := "key-" + strconv.Itoa(j/b.o.objects%benchkit.DataKeys)
-		return benchkit.SetConfigMapData(ctx, b.cs, benchNamespace, objectName(j%b.o.objects), key, benchkit.RandomData(rng, b.o.size/benchkit.DataKeys))
+		return benchkit.SetConfigMapData(ctx, b.cs, benchNamespace, objectName(j%b.o.objects), key, fixtures.RandomData(rng, b.o.size/benchkit.DataKeys))
 	default:
 		return benchkit.DeleteConfigMap(ctx, b.cs, benchNamespace, churnName(seq, k-plan.creates-plan.updates))
 	}

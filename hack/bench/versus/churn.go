@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
+	"github.com/kubebridge/kubebridge/internal/fixtures"
 )
 
 // churnMix is how many of each kind of change one churn makes. Creates
@@ -233,5 +234,5 @@ func (b *bench) updateOne(ctx context.Context, ok *objectKind, k, seq int) error
 	i := k % b.objects
 	rng := rand.New(rand.NewPCG(uint64(k), uint64(seq)<<32|0x6368))
 	key := "key-" + strconv.Itoa(k/b.objects%benchkit.DataKeys)
-	return ok.setData(ctx, b.clients, b.layout.namespace(i), objectName(i), key, benchkit.RandomData(rng, b.size/benchkit.DataKeys))
+	return ok.setData(ctx, b.clients, b.layout.namespace(i), objectName(i), key, fixtures.RandomData(rng, b.size/benchkit.DataKeys))
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
+	"github.com/kubebridge/kubebridge/internal/fixtures"
 )
 
 // The cluster mix (-churn-mix cluster) changes the preloaded objects as a
@@ -128,7 +129,7 @@ func (p planned) value(k, seq, size int) string {
 	case podLabel, cmLabel:
 		return fmt.Sprintf("%d.%d", seq, k)
 	}
-	return benchkit.RandomData(changeRNG(k, seq), size/4)
+	return fixtures.RandomData(changeRNG(k, seq), size/4)
 }
 
 // body is change k's patch, its type, and the subresource it writes.

@@ -97,7 +97,7 @@ func createWidget(ctx context.Context, c clients, namespace, name string, seed u
 	rng := rand.New(rand.NewPCG(seed, 0x6b75626562726964))
 	data := make(map[string]any, benchkit.DataKeys)
 	for k := range benchkit.DataKeys {
-		data["key-"+strconv.Itoa(k)] = benchkit.RandomData(rng, size/benchkit.DataKeys)
+		data["key-"+strconv.Itoa(k)] = fixtures.RandomData(rng, size/benchkit.DataKeys)
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": widgetGVR.GroupVersion().String(), "kind": "Widget",

@@ -11,22 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubebridge/kubebridge/internal/fixtures"
 )
 
 // DataKeys is how many data keys a benchmark ConfigMap has: an update
 // rewrites one of them, a quarter of the object.
 const DataKeys = 4
-
-const dataAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/"
-
-// RandomData is n random characters that need no escaping in JSON.
-func RandomData(rng *rand.Rand, n int) string {
-	b := make([]byte, n)
-	for j := range b {
-		b[j] = dataAlphabet[rng.IntN(len(dataAlphabet))]
-	}
-	return string(b)
-}
 
 // CreateConfigMap creates ConfigMap namespace/name with labels and size
 // bytes of data in DataKeys keys, random from seed. One that exists
@@ -36,7 +27,7 @@ func CreateConfigMap(ctx context.Context, cs kubernetes.Interface, namespace, na
 	rng := rand.New(rand.NewPCG(seed, 0x6b75626562726964))
 	data := make(map[string]string, DataKeys)
 	for k := range DataKeys {
-		data["key-"+strconv.Itoa(k)] = RandomData(rng, size/DataKeys)
+		data["key-"+strconv.Itoa(k)] = fixtures.RandomData(rng, size/DataKeys)
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
