@@ -139,10 +139,7 @@ func BenchmarkBootstrap(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchObjects), "ns/object")
 	})
 	b.Run("state", func(b *testing.B) {
-		client, err := New(js, WithStream("KB"), WithSubjectPrefix(testSubjects.Prefix), WithCluster(testSubjects.Cluster))
-		if err != nil {
-			b.Fatal(err)
-		}
+		client := testClient(b, js)
 		for range b.N {
 			st, err := client.NewState([]Filter{{Resource: "configmaps"}})
 			if err != nil {

@@ -208,9 +208,10 @@ func createTestStream(t testing.TB, js jetstream.JetStream) {
 	}
 }
 
-func testClient(t *testing.T, js jetstream.JetStream) *Client {
+func testClient(t testing.TB, js jetstream.JetStream, opts ...Option) *Client {
 	t.Helper()
-	c, err := New(js, WithStream("KB"), WithSubjectPrefix(testSubjects.Prefix), WithCluster(testSubjects.Cluster))
+	opts = append([]Option{WithStream("KB"), WithSubjectPrefix(testSubjects.Prefix), WithCluster(testSubjects.Cluster)}, opts...)
+	c, err := New(js, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,9 +47,9 @@ func BenchmarkCachedObjects(b *testing.B) {
 		client   *Client
 		msgs     []*nats.Msg
 	}{
-		{name: "configmaps", goType: "*v1.ConfigMap", resource: cmResource, client: benchClient(b)},
-		{name: "widgets-gotype", goType: "*fixtures.Widget", resource: widgets, client: benchClient(b, WithScheme(typed))},
-		{name: "widgets-unstructured", goType: "*unstructured.Unstructured", resource: widgets, client: benchClient(b)},
+		{name: "configmaps", goType: "*v1.ConfigMap", resource: cmResource, client: testClient(b, fakeJS{})},
+		{name: "widgets-gotype", goType: "*fixtures.Widget", resource: widgets, client: testClient(b, fakeJS{}, WithScheme(typed))},
+		{name: "widgets-unstructured", goType: "*unstructured.Unstructured", resource: widgets, client: testClient(b, fakeJS{})},
 	}
 	for i := range forms {
 		forms[i].msgs = cachedObjectMessages(b, forms[i].resource)
@@ -66,16 +66,6 @@ func BenchmarkCachedObjects(b *testing.B) {
 	}
 	b.ReportMetric(perObject[1]/perObject[0], "gotype/configmaps")
 	b.ReportMetric(perObject[2]/perObject[0], "unstructured/configmaps")
-}
-
-func benchClient(b *testing.B, opts ...Option) *Client {
-	b.Helper()
-	opts = append([]Option{WithStream("KB"), WithSubjectPrefix(testSubjects.Prefix), WithCluster(testSubjects.Cluster)}, opts...)
-	c, err := New(fakeJS{}, opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return c
 }
 
 // cacheAll applies msgs to a new Applier of r and returns the live heap it

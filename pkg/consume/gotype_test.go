@@ -44,10 +44,7 @@ func TestCustomResourceInItsGoType(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixtures.AddWidgetTypes(scheme)
-	client, err := consume.New(h.js, consume.WithStream(h.stream), consume.WithSubjectPrefix(h.prefix), consume.WithCluster(cluster), consume.WithScheme(scheme))
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := h.client(consume.WithScheme(scheme))
 	filter := consume.Filter{Resource: "widgets.example.com", Namespace: h.ns}
 	st, err := client.NewState([]consume.Filter{filter})
 	if err != nil {

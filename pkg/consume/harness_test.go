@@ -73,9 +73,10 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-func (h *harness) client() *consume.Client {
+func (h *harness) client(opts ...consume.Option) *consume.Client {
 	h.t.Helper()
-	c, err := consume.New(h.js, consume.WithStream(h.stream), consume.WithSubjectPrefix(h.prefix), consume.WithCluster(cluster))
+	opts = append([]consume.Option{consume.WithStream(h.stream), consume.WithSubjectPrefix(h.prefix), consume.WithCluster(cluster)}, opts...)
+	c, err := consume.New(h.js, opts...)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -25,10 +25,7 @@ func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
 //	go test -run '^$' -bench InformerSync -benchtime 6x -count 3 ./pkg/consume
 func BenchmarkInformerSync(b *testing.B) {
 	js := benchStream(b)
-	client, err := New(js, WithStream("KB"), WithSubjectPrefix(testSubjects.Prefix), WithCluster(testSubjects.Cluster))
-	if err != nil {
-		b.Fatal(err)
-	}
+	client := testClient(b, js)
 	sync := func(wrap func(*ListWatch) cache.ListerWatcher) time.Duration {
 		lw, err := client.NewListWatch(Filter{Resource: "configmaps"}, &corev1.ConfigMap{})
 		if err != nil {

@@ -28,10 +28,7 @@ import (
 //	go test -run '^$' -bench InformerHeap -benchtime 4x -count 3 ./pkg/consume
 func BenchmarkInformerHeap(b *testing.B) {
 	js := benchStream(b)
-	client, err := New(js, WithStream("KB"), WithSubjectPrefix(testSubjects.Prefix), WithCluster(testSubjects.Cluster))
-	if err != nil {
-		b.Fatal(err)
-	}
+	client := testClient(b, js)
 	overStream := func() float64 {
 		before := fixtures.LiveHeap()
 		lw, err := client.NewListWatch(Filter{Resource: "configmaps"}, &corev1.ConfigMap{})
@@ -67,7 +64,9 @@ func heapOfInformer(b *testing.B, lw cache.ListerWatcher, before int64) float64 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go inf.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctxTimeout(ctx, time.Minute), inf.HasSynced) {
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
 		b.Fatal("not synced within a minute")
 	}
 	if n := len(inf.GetStore().ListKeys()); n != benchObjects {
@@ -86,12 +85,6 @@ func heapOfInformer(b *testing.B, lw cache.ListerWatcher, before int64) float64 
 	// reflector stops its watch.
 	time.Sleep(200 * time.Millisecond)
 	return fixtures.PerObject(before, after, benchObjects)
-}
-
-func ctxTimeout(ctx context.Context, d time.Duration) <-chan struct{} {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	context.AfterFunc(ctx, cancel)
-	return ctx.Done()
 }
 
 // decodedConfigMaps reads the stream's ConfigMaps and decodes each with

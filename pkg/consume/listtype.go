@@ -111,7 +111,8 @@ func key(m metav1.Object) string {
 	return m.GetNamespace() + "/" + m.GetName()
 }
 
-func rvOf(obj runtime.Object) string {
+// rvOf is obj's resourceVersion, "" if it has no metadata.
+func rvOf(obj any) string {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return ""

@@ -191,7 +191,7 @@ func (s *session) upsert(old, obj any) {
 		switch {
 		case old == nil:
 			s.push(watch.Added, obj)
-		case resourceVersionOf(old) != m.GetResourceVersion():
+		case rvOf(old) != m.GetResourceVersion():
 			s.push(watch.Modified, obj)
 		}
 		return
@@ -229,13 +229,4 @@ func (a *Applier) attach(ref contract.Type, h cache.ResourceEventHandler, init f
 	t.handlers = append(t.handlers, h)
 	init(t.indexer.List(), a.stats.LastSeq)
 	return nil
-}
-
-// resourceVersionOf is obj's resourceVersion, "" if it has no metadata.
-func resourceVersionOf(obj any) string {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return ""
-	}
-	return m.GetResourceVersion()
 }
