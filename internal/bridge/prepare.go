@@ -83,8 +83,10 @@ func (b *Bridge) buildSources(ctx context.Context, watches []watch) error {
 			opts = append(slices.Clip(opts), informers.WithUnstructuredCache())
 		} else {
 			// The source's transform is trims': a custom resource is
-			// decoded straight into its compact form.
-			opts = append(slices.Clip(opts), informers.WithCompactDecoding(trims))
+			// decoded straight into its compact form; a built-in one is
+			// cached compact too, its JSON written once rather than at
+			// every event that carries it, new or old.
+			opts = append(slices.Clip(opts), informers.WithCompactDecoding(trims), informers.WithCompactTyped())
 		}
 		src, err := informers.NewSource(b.kube.Clients, w.resource, w.scope, srcTransform, queue, opts...)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 )
@@ -36,12 +37,39 @@ func compactOf(t *testing.T, u *unstructured.Unstructured) *informers.Compact {
 	return c
 }
 
-// A dynamic informer's compact object is encoded byte for byte as the
-// Unstructured it was made from, in every event and data shape, and
-// truncated alike when it does not fit (1,500 bytes: the headers fit, the
-// objects do not).
-func TestCompactEncodesAsItsUnstructured(t *testing.T) {
-	newObj, oldObj := labelledWidget("78", "new <value>"), labelledWidget("77", "old & value")
+// A compact object is encoded byte for byte as the object it was made
+// from (a dynamic informer's Unstructured, a typed informer's Pod), in
+// every event and data shape, and truncated alike when it does not fit
+// (1,500 bytes: the headers fit, the objects do not).
+func TestCompactEncodesAsItsObject(t *testing.T) {
+	newPod, oldPod := fixtures.Pod(3, 78), fixtures.Pod(3, 77)
+	newPod.Annotations = map[string]string{"note": `a <b> & "c" é`}
+	oldPod.Status.Phase = "Pending"
+	typed := func(o runtime.Object) *informers.Compact {
+		c, err := informers.NewTypedCompact(o, "v1", "Pod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, kind := range []struct {
+		res            *informers.Resource
+		newObj, oldObj runtime.Object
+		compact        func(runtime.Object) *informers.Compact
+	}{
+		{widgets, labelledWidget("78", "new <value>"), labelledWidget("77", "old & value"), func(o runtime.Object) *informers.Compact {
+			return compactOf(t, o.(*unstructured.Unstructured))
+		}},
+		{pods, newPod, oldPod, typed},
+	} {
+		encodeKind(t, kind.res, kind.newObj, kind.oldObj, kind.compact)
+	}
+}
+
+// encodeKind checks that the compact forms of newObj and oldObj, objects
+// of res, are encoded as they are.
+func encodeKind(t *testing.T, res *informers.Resource, newObj, oldObj runtime.Object, compact func(runtime.Object) *informers.Compact) {
+	t.Helper()
 	changes := map[string]func(obj, old runtime.Object) informers.Change{
 		"added": func(obj, _ runtime.Object) informers.Change {
 			return informers.Change{Verb: informers.Added, Object: obj}
@@ -62,9 +90,9 @@ func TestCompactEncodesAsItsUnstructured(t *testing.T) {
 			for _, maxPayload := range []int{0, 1500} {
 				encodeOne := func(obj, old runtime.Object) encode.Encoded {
 					e := newEncoder(maxPayload)
-					e.Updates = map[*informers.Resource]encode.UpdateData{widgets: shape}
+					e.Updates = map[*informers.Resource]encode.UpdateData{res: shape}
 					c := change(obj, old)
-					c.Resource, c.ObservedAt = widgets, observedAt
+					c.Resource, c.ObservedAt = res, observedAt
 					out, err := e.Encode(c)
 					if err != nil {
 						t.Fatalf("%s, %s, max payload %d: %v", name, shapeName, maxPayload, err)
@@ -72,10 +100,10 @@ func TestCompactEncodesAsItsUnstructured(t *testing.T) {
 					return out
 				}
 				want := encodeOne(newObj, oldObj)
-				got := encodeOne(compactOf(t, newObj), compactOf(t, oldObj))
+				got := encodeOne(compact(newObj), compact(oldObj))
 				if !sameData(t, got.Msg.Data, want.Msg.Data) || got.Truncated != want.Truncated {
-					t.Errorf("%s, %s, max payload %d: compact data (truncated %v)\n%s\nwant (truncated %v)\n%s",
-						name, shapeName, maxPayload, got.Truncated, got.Msg.Data, want.Truncated, want.Msg.Data)
+					t.Errorf("%s %s, %s, max payload %d: compact data (truncated %v)\n%s\nwant (truncated %v)\n%s",
+						res, name, shapeName, maxPayload, got.Truncated, got.Msg.Data, want.Truncated, want.Msg.Data)
 				}
 				for k, v := range want.Msg.Header {
 					if g := got.Msg.Header.Values(k); len(g) != len(v) || (len(v) > 0 && g[0] != v[0]) {

@@ -1,15 +1,22 @@
 package informers
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -132,7 +139,7 @@ func TestCompactDecodingOnTheAPIServer(t *testing.T) {
 	}
 
 	// Which way the decoder took, on the apiserver's own JSON.
-	d := newCompactDecoder(trims, nil)
+	d := newCompactDecoder(trims, res, nil)
 	for name, copies := range map[string]bool{"plain": true, "escapes": true, "meta": true, "numbers": false} {
 		raw, err := c.Kube.CoreV1().RESTClient().Get().AbsPath("/apis/example.com/v1/namespaces", ns, "widgets", name).DoRaw(ctx)
 		if err != nil {
@@ -157,7 +164,7 @@ func sameAsUnstructured(t *testing.T, s *Source, widgets interface {
 	}
 	want := map[string]*Compact{}
 	for i := range list.Items {
-		out, err := compacting(trims.Transform(), nil)(&list.Items[i])
+		out, err := compacting(trims.Transform(), s.Resource, nil)(&list.Items[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,5 +185,126 @@ func sameAsUnstructured(t *testing.T, s *Source, widgets interface {
 	}
 	if t.Failed() {
 		t.FailNow()
+	}
+}
+
+// On a real apiserver, a Source WithCompactTyped caches ConfigMaps and
+// Secrets (typed, from protobuf) as Compact objects holding the JSON the
+// encoder writes for the typed object, trimmed and redacted; so does a
+// shard's Source (ownedInformer); and they follow live changes.
+func TestCompactTypedOnTheAPIServer(t *testing.T) {
+	env := testenv.Get(t)
+	c := env.Clients(t)
+	ctx := context.Background()
+	const ns = "compact-typed"
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, data := range []map[string]string{{"a": "<b> & é"}, {"b": "x"}, nil} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Labels: map[string]string{"i": strconv.Itoa(i)},
+			Annotations: map[string]string{LastAppliedAnnotation: "{}", "note": "kept"}}, Data: data}
+		if _, err := c.Kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{FieldManager: "kubectl-client-side-apply"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Data: map[string][]byte{"password": []byte("hunter2")}}
+	if _, err := c.Kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	trims := TransformOptions{StripManagedFields: true, StripLastApplied: true, RedactSecrets: true}
+	clients := Clients{Config: c.REST, Typed: c.Kube, Dynamic: c.Dynamic}
+	configMaps := &Resource{GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), Kind: "ConfigMap", Namespaced: true}
+	secrets := &Resource{GVR: corev1.SchemeGroupVersion.WithResource("secrets"), Kind: "Secret", Namespaced: true}
+	// want is what the encoder writes for the apiserver's typed objects,
+	// trimmed: each object's name to its JSON.
+	want := func(res *Resource) map[string]string {
+		t.Helper()
+		var objs []runtime.Object
+		switch res {
+		case configMaps:
+			list, err := c.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range list.Items {
+				objs = append(objs, &list.Items[i])
+			}
+		case secrets:
+			list, err := c.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range list.Items {
+				objs = append(objs, &list.Items[i])
+			}
+		}
+		out := map[string]string{}
+		for _, o := range objs {
+			o, _ := trims.Transform()(o)
+			var buf bytes.Buffer
+			if err := AppendObjectJSON(&buf, o.(runtime.Object), "v1", res.Kind); err != nil {
+				t.Fatal(err)
+			}
+			m, _ := meta.Accessor(o)
+			out[m.GetName()] = buf.String()
+		}
+		return out
+	}
+	// cached is s's objects, each name to its JSON, once every one is a
+	// Compact whose metadata is the JSON's.
+	cached := func(s *Source) map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		for _, o := range s.List() {
+			cp, ok := o.(*Compact)
+			if !ok {
+				t.Fatalf("cached a %T", o)
+			}
+			u, err := cp.Unstructured()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.GetName() != cp.Name || u.GetResourceVersion() != cp.ResourceVersion || string(u.GetUID()) != string(cp.UID) || !reflect.DeepEqual(u.GetLabels(), cp.Labels) {
+				t.Errorf("%s: metadata %+v, JSON %s", cp.Name, cp.ObjectMeta, cp.RawJSON())
+			}
+			out[cp.Name] = cp.RawJSON()
+		}
+		return out
+	}
+	for _, res := range []*Resource{configMaps, secrets} {
+		plain := startSource(t, clients, res, Scope{Namespaces: []string{ns}}, trims.Transform(), &recordQueue{}, WithCompactDecoding(trims), WithCompactTyped())
+		sharded := startSource(t, clients, res, Scope{}, trims.Transform(), &recordQueue{}, WithCompactDecoding(trims), WithCompactTyped(),
+			WithOwns(func(namespace, _ string) bool { return namespace == ns }))
+		for name, s := range map[string]*Source{"plain": plain, "sharded": sharded} {
+			if got, w := cached(s), want(res); !reflect.DeepEqual(got, w) {
+				t.Errorf("%s %s: cached\n%v\nwant\n%v", name, res, got, w)
+			}
+		}
+		if res == secrets {
+			for _, j := range cached(plain) {
+				if strings.Contains(j, "hunter2") || strings.Contains(j, base64.StdEncoding.EncodeToString([]byte("hunter2"))) {
+					t.Errorf("a Secret's value is cached: %s", j)
+				}
+			}
+			continue
+		}
+		// A live change.
+		cm, err := c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "cm-1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data["b"] = "changed"
+		if _, err := c.Kube.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		w := want(res)
+		for name, s := range map[string]*Source{"plain": plain, "sharded": sharded} {
+			if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+				return reflect.DeepEqual(cached(s), w), nil
+			}); err != nil {
+				t.Errorf("%s: the cache never had the update: %v", name, cached(s))
+			}
+		}
 	}
 }

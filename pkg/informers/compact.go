@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -12,11 +13,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Compact is an object of a dynamic informer (a custom resource, or any
-// type the typed clients do not serve) as its cache holds it: the
+// Compact is an object as the bridge's informer cache holds it: the
 // object's JSON, trimmed by the informer's transform, and the metadata the
-// bridge reads, instead of an Unstructured tree of maps, which takes
-// about twice the memory (docs/memory.md).
+// bridge reads. For a dynamic type (a custom resource, or any type the
+// typed clients do not serve) it stands instead of an Unstructured tree of
+// maps, which takes about twice the memory (docs/memory.md); for a typed
+// one (WithCompactTyped), its JSON is written once, when it enters the
+// cache, rather than at each event that carries it.
 //
 // Its metadata has the name, namespace, uid, resourceVersion, generation,
 // creation and deletion timestamps, labels and owner references; the
@@ -169,11 +172,41 @@ func (c *Compact) DeepCopyObject() runtime.Object {
 	return out
 }
 
-// compacting wraps a dynamic informer's transform: transform first (it
-// trims and redacts the Unstructured objects), then the compact form is
+// NewTypedCompact is the compact form of obj, a typed object of apiVersion
+// and kind (as WithCompactTyped caches it): its JSON as AppendObjectJSON
+// writes it, and its metadata.
+func NewTypedCompact(obj runtime.Object, apiVersion, kind string) (*Compact, error) {
+	var buf bytes.Buffer
+	return newTypedCompact(obj, apiVersion, kind, &buf, nil)
+}
+
+// newTypedCompact is the compact form of obj, a typed object of apiVersion
+// and kind: its JSON as AppendObjectJSON writes it, in buf, which it
+// resets, and its metadata, packed by p (see assemble).
+func newTypedCompact(obj runtime.Object, apiVersion, kind string, buf *bytes.Buffer, p *packer) (*Compact, error) {
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	buf.Reset()
+	if err := AppendObjectJSON(buf, obj, apiVersion, kind); err != nil {
+		return nil, err
+	}
+	m := compactMeta{
+		APIVersion: apiVersion, Kind: kind, Name: o.GetName(), Namespace: o.GetNamespace(), UID: string(o.GetUID()),
+		ResourceVersion: o.GetResourceVersion(), Generation: o.GetGeneration(), CreationTimestamp: o.GetCreationTimestamp(),
+		DeletionTimestamp: o.GetDeletionTimestamp(), Labels: o.GetLabels(), OwnerReferences: o.GetOwnerReferences(),
+	}
+	m.Annotations.InitialEventsEnd = o.GetAnnotations()[metav1.InitialEventsAnnotationKey]
+	return m.assemble(buf.Bytes(), p), nil
+}
+
+// compacting wraps an informer's transform: transform first (it trims and
+// redacts the decoded objects), then the compact form of res's objects is
 // what is cached, packed by p (nil: each object on its own). Tombstones
 // carry objects already cached, so already compact.
-func compacting(transform cache.TransformFunc, p *packer) cache.TransformFunc {
+func compacting(transform cache.TransformFunc, res *Resource, p *packer) cache.TransformFunc {
+	apiVersion, kind := res.GVR.GroupVersion().String(), res.Kind
 	// The encoders' buffers, reused: the informer's objects are encoded
 	// one after another.
 	buffers := sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -184,12 +217,18 @@ func compacting(transform cache.TransformFunc, p *packer) cache.TransformFunc {
 				return nil, err
 			}
 		}
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return obj, nil
+		switch o := obj.(type) {
+		case *Compact:
+			return o, nil
+		case *unstructured.Unstructured:
+			buf := buffers.Get().(*bytes.Buffer)
+			defer buffers.Put(buf)
+			return newCompact(o, buf, p)
+		case runtime.Object:
+			buf := buffers.Get().(*bytes.Buffer)
+			defer buffers.Put(buf)
+			return newTypedCompact(o, apiVersion, kind, buf, p)
 		}
-		buf := buffers.Get().(*bytes.Buffer)
-		defer buffers.Put(buf)
-		return newCompact(u, buf, p)
+		return obj, nil
 	}
 }

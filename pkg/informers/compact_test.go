@@ -1,6 +1,8 @@
 package informers
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -35,7 +37,7 @@ func fullWidget() *unstructured.Unstructured {
 // byte, and its metadata.
 func TestCompactingTransformTrimsThenCompacts(t *testing.T) {
 	trim := TransformOptions{StripManagedFields: true, StripLastApplied: true}.Transform()
-	out, err := compacting(trim, nil)(fullWidget())
+	out, err := compacting(trim, widgets, nil)(fullWidget())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func TestCompactingTransformRedactsBeforeCompacting(t *testing.T) {
 		"metadata": map[string]any{"name": "db", "namespace": "ns"},
 		"data":     map[string]any{"password": "aHVudGVyMg=="},
 	}}
-	out, err := compacting(TransformOptions{RedactSecrets: true}.Transform(), nil)(s)
+	out, err := compacting(TransformOptions{RedactSecrets: true}.Transform(), widgets, nil)(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,9 +97,9 @@ func TestCompactingTransformRedactsBeforeCompacting(t *testing.T) {
 }
 
 // Without a transform the objects are still compacted; tombstones and
-// typed objects pass unchanged.
+// compact objects pass unchanged.
 func TestCompactingTransformPassesTheRest(t *testing.T) {
-	out, err := compacting(nil, nil)(fullWidget())
+	out, err := compacting(nil, widgets, nil)(fullWidget())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,12 +107,70 @@ func TestCompactingTransformPassesTheRest(t *testing.T) {
 		t.Errorf("no transform: got %T %v, want a Compact of the whole object", out, out)
 	}
 	tomb := cache.DeletedFinalStateUnknown{Key: "ns/w1", Obj: &Compact{}}
-	if out, err := compacting(nil, nil)(tomb); err != nil || !reflect.DeepEqual(out, tomb) {
+	if out, err := compacting(nil, widgets, nil)(tomb); err != nil || !reflect.DeepEqual(out, tomb) {
 		t.Errorf("tombstone became %v (%v)", out, err)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}
-	if out, err := compacting(nil, nil)(cm); err != nil || out != cm {
-		t.Errorf("typed ConfigMap became %T (%v)", out, err)
+	c := &Compact{}
+	if out, err := compacting(nil, widgets, nil)(c); err != nil || out != c {
+		t.Errorf("a Compact became %T (%v)", out, err)
+	}
+}
+
+// A typed object's compact form holds the JSON encoding/json writes for
+// it, with its apiVersion and kind first, as trimmed and redacted by the
+// transform, and the metadata the bridge reads.
+func TestCompactingTypedObjects(t *testing.T) {
+	created := metav1.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	meta := metav1.ObjectMeta{
+		Name: "s", Namespace: "ns", UID: "u-1", ResourceVersion: "42", Generation: 3, CreationTimestamp: created,
+		Labels:          map[string]string{"app": "shop"},
+		Annotations:     map[string]string{LastAppliedAnnotation: `{"data":{"password":"hunter2"}}`, "note": "<&>"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "u-0"}},
+		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+		Finalizers:      []string{"example.com/keep"},
+	}
+	secret := &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"password": []byte("hunter2")}}
+	secrets := &Resource{GVR: corev1.SchemeGroupVersion.WithResource("secrets"), Kind: "Secret", Namespaced: true}
+	trims := TransformOptions{StripManagedFields: true, RedactSecrets: true}
+	out, err := compacting(trims.Transform(), secrets, nil)(secret.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := out.(*Compact)
+	if !ok {
+		t.Fatalf("got a %T, want a Compact", out)
+	}
+	want := &corev1.Secret{ObjectMeta: *meta.DeepCopy(), Data: map[string][]byte{"password": nil}}
+	want.ManagedFields = nil
+	delete(want.Annotations, LastAppliedAnnotation)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(want); err != nil {
+		t.Fatal(err)
+	}
+	// apiVersion and kind first, as the encoder has always written a
+	// typed object.
+	wantJSON := `{"apiVersion":"v1","kind":"Secret",` + strings.TrimSuffix(strings.TrimPrefix(buf.String(), "{"), "\n")
+	if got := c.RawJSON(); got != wantJSON {
+		t.Errorf("JSON\n%s\nwant\n%s", got, wantJSON)
+	}
+	if strings.Contains(c.RawJSON(), "hunter2") || strings.Contains(c.RawJSON(), "managedFields") {
+		t.Errorf("not trimmed: %s", c.RawJSON())
+	}
+	if c.APIVersion != "v1" || c.Kind != "Secret" || c.Name != "s" || c.Namespace != "ns" || c.UID != "u-1" || c.ResourceVersion != "42" ||
+		c.Generation != 3 || !c.CreationTimestamp.Equal(&created) || !reflect.DeepEqual(c.Labels, meta.Labels) ||
+		!reflect.DeepEqual(c.OwnerReferences, meta.OwnerReferences) {
+		t.Errorf("metadata %+v", c.ObjectMeta)
+	}
+	// The typed object's own TypeMeta, when set, is what is written.
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "cm"}}
+	c, err = NewTypedCompact(cm, "v1", "ConfigMap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm"}}`; c.RawJSON() != want {
+		t.Errorf("JSON %s, want %s", c.RawJSON(), want)
 	}
 }
 

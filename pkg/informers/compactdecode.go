@@ -55,9 +55,9 @@ type compactDecoder struct {
 
 var _ runtime.Serializer = (*compactDecoder)(nil)
 
-func newCompactDecoder(trims TransformOptions, p *packer) *compactDecoder {
+func newCompactDecoder(trims TransformOptions, res *Resource, p *packer) *compactDecoder {
 	return &compactDecoder{
-		trims: trims, compacting: compacting(trims.Transform(), p), packer: p,
+		trims: trims, compacting: compacting(trims.Transform(), res, p), packer: p,
 		trimmers: sync.Pool{New: func() any { return &jsonTrimmer{trims: trims} }},
 	}
 }

@@ -35,7 +35,7 @@ func viaUnstructured(t testing.TB, doc []byte, trims TransformOptions) runtime.O
 		t.Fatalf("the Unstructured way: %v", err)
 	}
 	compact := func(u *unstructured.Unstructured) *Compact {
-		out, err := compacting(trims.Transform(), nil)(u)
+		out, err := compacting(trims.Transform(), widgets, nil)(u)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func viaUnstructured(t testing.TB, doc []byte, trims TransformOptions) runtime.O
 // the JSON (rather than taking the Unstructured way itself).
 func decodeBothWays(t *testing.T, doc []byte, trims TransformOptions) (copied bool) {
 	t.Helper()
-	d := newCompactDecoder(trims, nil)
+	d := newCompactDecoder(trims, widgets, nil)
 	got, _, err := d.Decode(doc, nil, nil)
 	if err != nil {
 		t.Fatalf("Decode: %v\n%s", err, doc)
@@ -97,7 +97,7 @@ func TestCompactDecoderCopiesWhatUnstructuredWrites(t *testing.T) {
 		})
 	}
 	t.Run("bookmark keeps its annotation", func(t *testing.T) {
-		got, _, err := newCompactDecoder(trims, nil).Decode(apiserverJSON(t, bookmark), nil, nil)
+		got, _, err := newCompactDecoder(trims, widgets, nil).Decode(apiserverJSON(t, bookmark), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestCompactDecoderTakesTheUnstructuredWay(t *testing.T) {
 // (a 410 Gone asks for a new list).
 func TestCompactDecoderDecodesStatus(t *testing.T) {
 	doc := `{"apiVersion":"v1","code":410,"kind":"Status","message":"too old resource version: 1 (5)","metadata":{},"reason":"Expired","status":"Failure"}`
-	got, _, err := newCompactDecoder(TransformOptions{}, nil).Decode([]byte(doc), &schema.GroupVersionKind{Version: "v1"}, nil)
+	got, _, err := newCompactDecoder(TransformOptions{}, widgets, nil).Decode([]byte(doc), &schema.GroupVersionKind{Version: "v1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestCompactDecoderDecodesStatus(t *testing.T) {
 // error, as it is to the dynamic client.
 func TestCompactDecoderRefusesGarbage(t *testing.T) {
 	for _, doc := range []string{``, `{`, `[1]`, `{"apiVersion":"example.com/v1","kind":"Widget"} x`} {
-		if got, _, err := newCompactDecoder(TransformOptions{}, nil).Decode([]byte(doc), nil, nil); err == nil {
+		if got, _, err := newCompactDecoder(TransformOptions{}, widgets, nil).Decode([]byte(doc), nil, nil); err == nil {
 			t.Errorf("decoded %q into %#v", doc, got)
 		}
 	}
@@ -205,7 +205,7 @@ func FuzzCompactDecoder(f *testing.F) {
 		if l, ok := obj.(*unstructured.UnstructuredList); ok && l.GetKind() == "" {
 			return
 		}
-		got, _, err := newCompactDecoder(trims, nil).Decode(doc, nil, nil)
+		got, _, err := newCompactDecoder(trims, widgets, nil).Decode(doc, nil, nil)
 		if err != nil {
 			t.Fatalf("Decode: %v", err)
 		}
@@ -236,7 +236,7 @@ func BenchmarkCompactDecoding(b *testing.B) {
 	}
 	u.Object["data"] = data
 	doc := apiserverJSON(b, u)
-	d := newCompactDecoder(TransformOptions{StripManagedFields: true, StripLastApplied: true}, nil)
+	d := newCompactDecoder(TransformOptions{StripManagedFields: true, StripLastApplied: true}, widgets, nil)
 	if _, err := d.copied(doc); err != nil {
 		b.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func compactListWatch(cfg *rest.Config, res *Resource, ns string, tweak func(*me
 	metav1.AddToGroupVersion(meta, v1)
 	c.NegotiatedSerializer = compactNegotiator{info: []runtime.SerializerInfo{{
 		MediaType: runtime.ContentTypeJSON, MediaTypeType: "application", MediaTypeSubType: "json", EncodesAsText: true,
-		Serializer: newCompactDecoder(trims, p),
+		Serializer: newCompactDecoder(trims, res, p),
 		StreamSerializer: &runtime.StreamSerializerInfo{
 			EncodesAsText: true,
 			Serializer:    newWatchEventDecoder(json.NewSerializerWithOptions(json.DefaultMetaFactory, meta, meta, json.SerializerOptions{})),

@@ -29,7 +29,7 @@ func TestPackerPacksTheInitialListOnly(t *testing.T) {
 	var listing atomic.Bool
 	listing.Store(true)
 	p := &packer{packing: listing.Load}
-	transform := compacting(nil, p)
+	transform := compacting(nil, widgets, p)
 	const n = 100 // about four chunks of blocks, two of Compact values
 	var packed []*Compact
 	for i := range n {
@@ -95,7 +95,7 @@ func chunksOf(cs []*Compact) (blocks, objects int) {
 // be shared by them (the race detector watches).
 func TestPackerIsSafeForConcurrentUse(t *testing.T) {
 	p := &packer{packing: func() bool { return true }}
-	transform := compacting(nil, p)
+	transform := compacting(nil, widgets, p)
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {

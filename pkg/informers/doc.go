@@ -1,9 +1,10 @@
 // Package informers owns the Kubernetes side of the bridge: it resolves
 // resource names the way kubectl does, runs one shared informer per
 // configured resource type (typed for built-ins, dynamic for custom
-// resources, whose objects are cached as Compact: their JSON and the
+// resources; the bridge caches both as Compact: their JSON and the
 // metadata the bridge reads, copied from the apiserver's JSON where it
-// can be), trims objects before they enter the cache,
+// can be, written once from the typed object otherwise), trims objects
+// before they enter the cache,
 // and turns handler callbacks and indexer listings into Change values.
 //
 // Objects handed out in a Change belong to the informer cache: consumers

@@ -169,8 +169,8 @@ func ownedInformer(owns Owns, selector *ShardSelector, filtered func(bool), fore
 		switch {
 		case p != nil:
 			p.packing = packingOf(inf)
-		case !typed && form.compact:
-			transform = compacting(transform, packerOf(inf))
+		case form.compacts(typed):
+			transform = compacting(transform, res, packerOf(inf))
 		}
 		if transform != nil {
 			if err := inf.SetTransform(transform); err != nil {
@@ -223,13 +223,18 @@ func listWatch(clients Clients, res *Resource, ns string, tweak func(*metav1.Lis
 // so, decoded straight from JSON when it allows that.
 func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc, form cacheForm) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
 	if clients.Typed != nil {
-		opts := []kinformers.SharedInformerOption{kinformers.WithNamespace(ns), kinformers.WithTweakListOptions(tweak)}
-		if transform != nil {
-			opts = append(opts, kinformers.WithTransform(transform))
-		}
-		f := kinformers.NewSharedInformerFactoryWithOptions(clients.Typed, 0, opts...)
+		f := kinformers.NewSharedInformerFactoryWithOptions(clients.Typed, 0, kinformers.WithNamespace(ns), kinformers.WithTweakListOptions(tweak))
 		if generic, err := f.ForResource(res.GVR); err == nil {
-			return generic.Informer(), f.Start, true, nil
+			inf := generic.Informer()
+			if form.compacts(true) {
+				transform = compacting(transform, res, packerOf(inf))
+			}
+			if transform != nil {
+				if err := inf.SetTransform(transform); err != nil {
+					return nil, nil, false, fmt.Errorf("%s: set transform: %w", res, err)
+				}
+			}
+			return inf, f.Start, true, nil
 		}
 	}
 	if form.decodes(clients) {
@@ -248,8 +253,8 @@ func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.L
 	}
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(clients.Dynamic, 0, ns, tweak)
 	inf := f.ForResource(res.GVR).Informer()
-	if form.compact {
-		transform = compacting(transform, packerOf(inf))
+	if form.compacts(false) {
+		transform = compacting(transform, res, packerOf(inf))
 	}
 	if transform != nil {
 		if err := inf.SetTransform(transform); err != nil {
@@ -259,15 +264,24 @@ func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.L
 	return inf, f.Start, false, nil
 }
 
-// cacheForm is how a dynamic type's objects are cached: Compact, or
-// Unstructured (WithUnstructuredCache).
+// cacheForm is how a type's objects are cached: a dynamic type's Compact,
+// or Unstructured (WithUnstructuredCache); a typed type's typed, or
+// Compact (WithCompactTyped).
 type cacheForm struct {
 	compact bool
+	// typed: a typed type's objects are cached Compact too.
+	typed bool
 	// trims, if set, are what the Source's transform does
 	// (WithCompactDecoding): Compact objects may then be decoded straight
 	// from the apiserver's JSON, trimmed as they say, without the
 	// Unstructured tree.
 	trims *TransformOptions
+}
+
+// compacts reports whether a type's objects, typed or not, are cached
+// Compact.
+func (f cacheForm) compacts(typed bool) bool {
+	return f.compact && (!typed || f.typed)
 }
 
 // decodes reports whether objects are decoded straight into Compact: it

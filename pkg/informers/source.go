@@ -75,6 +75,9 @@ type Source struct {
 	unstructured bool
 	// trims are what the transform does (WithCompactDecoding).
 	trims *TransformOptions
+	// compactTyped caches a typed type's objects as Compact
+	// (WithCompactTyped).
+	compactTyped bool
 }
 
 // Observer is told what a Source sees. It must be safe for concurrent use
@@ -128,6 +131,16 @@ func WithCompactDecoding(trims TransformOptions) SourceOption {
 	return func(s *Source) error { s.trims = &trims; return nil }
 }
 
+// WithCompactTyped caches the objects of a type the typed clients serve
+// as Compact too, still decoded from protobuf: their JSON, written once
+// when they enter the cache, and the metadata, instead of the typed
+// object. For a caller that writes every object as JSON (the bridge, at
+// each event that carries it as the new or the old object); the cache
+// then takes about what the typed objects take (docs/memory.md).
+func WithCompactTyped() SourceOption {
+	return func(s *Source) error { s.compactTyped = true; return nil }
+}
+
 // WithClock sets the clock that stamps ObservedAt (tests pin it).
 func WithClock(now func() time.Time) SourceOption {
 	return func(s *Source) error { s.now = now; return nil }
@@ -175,7 +188,7 @@ func NewSource(clients Clients, res *Resource, scope Scope, transform cache.Tran
 			}
 			newInf = ownedInformer(owns, sel, s.listFiltered, s.foreignOf(res))
 		}
-		inf, start, typed, err := newInf(clients, res, ns, tweak, transform, cacheForm{compact: !s.unstructured, trims: s.trims})
+		inf, start, typed, err := newInf(clients, res, ns, tweak, transform, cacheForm{compact: !s.unstructured, trims: s.trims, typed: s.compactTyped})
 		if err != nil {
 			return nil, err
 		}
