@@ -163,19 +163,14 @@ func ownedInformer(owns Owns, selector *ShardSelector, filtered func(bool), fore
 			if lw, p, err = compactListWatch(clients.Config, res, ns, tweak, *form.trims); err != nil {
 				return nil, nil, false, err
 			}
-			example, transform = &Compact{}, nil
+			example = &Compact{}
 		}
 		inf := cache.NewSharedIndexInformer(ownedListWatch{lw: lw, owns: owns, selector: selector, filtered: filtered, foreign: foreign, probe: &sync.Once{}}, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-		switch {
-		case p != nil:
+		if p != nil {
+			// Decoded straight into Compact: no transform.
 			p.packing = packingOf(inf)
-		case form.compacts(typed):
-			transform = compacting(transform, res, packerOf(inf))
-		}
-		if transform != nil {
-			if err := inf.SetTransform(transform); err != nil {
-				return nil, nil, false, fmt.Errorf("%s: set transform: %w", res, err)
-			}
+		} else if err := setTransform(inf, res, transform, form, typed); err != nil {
+			return nil, nil, false, err
 		}
 		return inf, func(stop <-chan struct{}) { go inf.Run(stop) }, typed, nil
 	}
@@ -219,20 +214,15 @@ func listWatch(clients Clients, res *Resource, ns string, tweak func(*metav1.Lis
 
 // newInformer builds res's informer in namespace ns (all when empty) from
 // client-go's informer factories: typed when the typed clients know the
-// type, else dynamic, whose cache holds Compact objects when form says
-// so, decoded straight from JSON when it allows that.
+// type, else dynamic; its cache holds Compact objects when form says so,
+// a dynamic type's decoded straight from JSON when form allows that.
 func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.ListOptions), transform cache.TransformFunc, form cacheForm) (cache.SharedIndexInformer, func(<-chan struct{}), bool, error) {
 	if clients.Typed != nil {
 		f := kinformers.NewSharedInformerFactoryWithOptions(clients.Typed, 0, kinformers.WithNamespace(ns), kinformers.WithTweakListOptions(tweak))
 		if generic, err := f.ForResource(res.GVR); err == nil {
 			inf := generic.Informer()
-			if form.compacts(true) {
-				transform = compacting(transform, res, packerOf(inf))
-			}
-			if transform != nil {
-				if err := inf.SetTransform(transform); err != nil {
-					return nil, nil, false, fmt.Errorf("%s: set transform: %w", res, err)
-				}
+			if err := setTransform(inf, res, transform, form, true); err != nil {
+				return nil, nil, false, err
 			}
 			return inf, f.Start, true, nil
 		}
@@ -253,15 +243,25 @@ func newInformer(clients Clients, res *Resource, ns string, tweak func(*metav1.L
 	}
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(clients.Dynamic, 0, ns, tweak)
 	inf := f.ForResource(res.GVR).Informer()
-	if form.compacts(false) {
-		transform = compacting(transform, res, packerOf(inf))
-	}
-	if transform != nil {
-		if err := inf.SetTransform(transform); err != nil {
-			return nil, nil, false, fmt.Errorf("%s: set transform: %w", res, err)
-		}
+	if err := setTransform(inf, res, transform, form, false); err != nil {
+		return nil, nil, false, err
 	}
 	return inf, f.Start, false, nil
+}
+
+// setTransform sets inf's transform: transform, then the compact form when
+// form caches the type's objects so.
+func setTransform(inf cache.SharedIndexInformer, res *Resource, transform cache.TransformFunc, form cacheForm, typed bool) error {
+	if form.compacts(typed) {
+		transform = compacting(transform, res, packerOf(inf))
+	}
+	if transform == nil {
+		return nil
+	}
+	if err := inf.SetTransform(transform); err != nil {
+		return fmt.Errorf("%s: set transform: %w", res, err)
+	}
+	return nil
 }
 
 // cacheForm is how a type's objects are cached: a dynamic type's Compact,
