@@ -39,10 +39,11 @@ func writeObject(buf *bytes.Buffer, obj runtime.Object, apiVersion, kind string,
 			ResourceVersion: m.GetResourceVersion(), Generation: m.GetGeneration(),
 		}})
 	}
-	if r, ok := obj.(rawJSON); ok && !obj.GetObjectKind().GroupVersionKind().Empty() {
+	if r, ok := obj.(rawJSON); ok {
 		// A compact object holds the JSON AppendObjectJSON wrote for it
-		// (or encoding/json for a custom resource): copied, not
-		// scanned again.
+		// (or encoding/json for a custom resource), apiVersion and kind
+		// included: copied, not scanned again. (Asking its
+		// GroupVersionKind would parse its apiVersion at every event.)
 		buf.WriteString(r.RawJSON())
 		return nil
 	}
