@@ -112,16 +112,23 @@ func (p *pipeline) run(soft, hard context.Context) error {
 		default:
 			slot = make(chan encoded, 1)
 		}
+		// The workers keep up: encoding here saves waking one of them,
+		// which at a steady trickle of changes costs more than the
+		// encoding. Under load the workers share it.
+		inline := len(jobs) == 0
+		if inline {
+			// Filled before it is handed on: the collector, woken
+			// once, finds it ready, rather than waking for the slot and
+			// again for its envelope (docs/performance.md, "Where the
+			// CPU goes").
+			slot <- p.envelope(logger, w)
+		}
 		select {
 		case ordered <- slot:
 		case <-hard.Done():
 			return false
 		}
-		if len(jobs) == 0 {
-			// The workers keep up: encoding here saves waking one of
-			// them, which at a steady trickle of changes costs more
-			// than the encoding. Under load the workers share it.
-			slot <- p.envelope(logger, w)
+		if inline {
 			return true
 		}
 		select {
