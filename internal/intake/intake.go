@@ -80,6 +80,9 @@ type Intake struct {
 	// parked counts the objects that are withheld: tracked, but with
 	// nothing to publish.
 	parked int
+	// draining is set once Drain is called: from then on every Done may
+	// be the last, which Drain waits for.
+	draining bool
 }
 
 // Reports is what an intake tells its owner, for its metrics and log.
@@ -141,15 +144,28 @@ func (in *Intake) add(c informers.Change, withheld bool) {
 
 // Done is told that w, handed on by Next or Drain, is settled: published,
 // given up, or skipped. The object's next change, if any, becomes ready.
-// A marker's Done does nothing but wake the pipeline.
+// A marker's Done does nothing but wake a Drain.
+//
+// It wakes Next only when the settled work lets it go on: the object's
+// next change became ready, a snapshot item landed (its end marker waits
+// for that), or Drain waits for the last to settle. At a trickle of
+// changes every other wake-up found nothing to do, and on this machine a
+// thread woken on an idle CPU is dear (docs/performance.md, "Where the
+// CPU goes").
 func (in *Intake) Done(w Work) {
 	in.mu.Lock()
+	wake := in.draining
 	if st := in.objects[w.Ref]; st != nil {
+		wake = wake || st.itemOf != nil
 		st.land()
 		in.settle(w.Ref, st)
+		// A forgotten state is cleared, so not ready.
+		wake = wake || st.ready
 	}
 	in.mu.Unlock()
-	in.signal()
+	if wake {
+		in.signal()
+	}
 }
 
 // Requeue puts w, a change of an object that JetStream rejected, back in

@@ -180,3 +180,68 @@ func TestIntakeReportsAChangeWithoutKey(t *testing.T) {
 		t.Errorf("the intake handed on %d changes without a key", len(w))
 	}
 }
+
+// Done wakes Next only when the settled work lets it go on: a lone
+// change's Done leaves it asleep; it wakes it when the object's next
+// change waits, when a snapshot item lands (the end marker waits for it),
+// and at every Done once Drain waits for the last.
+func TestIntakeDoneWakesOnlyWhenWorkCanGoOn(t *testing.T) {
+	in, _ := newTestIntake()
+	woken := func() bool {
+		select {
+		case <-in.wake:
+			return true
+		default:
+			return false
+		}
+	}
+	a1, a2 := intakeCM("a", "u1", "1"), intakeCM("a", "u1", "2")
+
+	in.Add(live(informers.Added, a1, nil))
+	w := drain1(t, in)
+	woken() // the Add's
+	in.Done(w)
+	if woken() {
+		t.Error("a lone change's Done woke Next")
+	}
+
+	in.Add(live(informers.Updated, a2, a1))
+	w = drain1(t, in)
+	in.Add(live(informers.Updated, intakeCM("a", "u1", "3"), a2)) // waits behind the one in flight
+	woken()
+	in.Done(w)
+	if !woken() {
+		t.Error("Done did not wake Next for the object's next change")
+	}
+	drain(t, in)
+
+	in.RequestSnapshot(configMaps, fixtures.MapCache{"ns/b": intakeCM("b", "u2", "1")}, informers.Scope{}, "s1")
+	if w := drain1(t, in); w.Change.Verb != informers.SnapshotBegin {
+		t.Fatalf("took %s, want begin", w.Change.Verb)
+	}
+	item := drain1(t, in)
+	if _, ok := tryTake(t, in); ok {
+		t.Fatal("the end marker came before its item settled")
+	}
+	woken()
+	in.Done(item)
+	if !woken() {
+		t.Error("a snapshot item's Done did not wake Next for the end marker")
+	}
+	if w := drain1(t, in); w.Change.Verb != informers.SnapshotEnd {
+		t.Fatalf("took %s, want end", w.Change.Verb)
+	}
+
+	in.Add(live(informers.Updated, intakeCM("a", "u1", "4"), a2))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, ok := in.Drain(ctx)
+	if !ok {
+		t.Fatal("Drain handed on nothing")
+	}
+	woken()
+	in.Done(w)
+	if !woken() {
+		t.Error("Done did not wake a Drain waiting for the last to settle")
+	}
+}

@@ -52,6 +52,9 @@ func (in *Intake) Drain(ctx context.Context) (Work, bool) {
 func (in *Intake) next(ctx context.Context, snapshots bool, linger time.Duration) (Work, bool) {
 	for {
 		in.mu.Lock()
+		if !snapshots {
+			in.draining = true
+		}
 		w, ok := in.take(snapshots)
 		drained := !ok && !snapshots && len(in.objects) == in.parked
 		in.mu.Unlock()
