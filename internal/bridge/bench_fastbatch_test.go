@@ -19,7 +19,7 @@ import (
 // needs, nor, except in a reply the server may drop, which message it
 // refused (TestFastBatchFencing in pkg/sink).
 func BenchmarkRawFastBatch(b *testing.B) {
-	nc, _, stream, toSend := rawMessages(b, "file", 0)
+	nc, _, stream, toSend := rawMessages(b, "file", false)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		b.Fatal(err)

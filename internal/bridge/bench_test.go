@@ -92,14 +92,12 @@ func benchNATS(b *testing.B) string {
 }
 
 func benchRawPublish(b *testing.B, storage string, fenced bool) {
-	var term uint64
-	if fenced {
-		// The term a fresh stream's first holder takes, as the fenced
-		// pipeline's messages carry it.
-		term = 1
+	nc, cfg, stream, toSend := rawMessages(b, storage, fenced)
+	info, err := stream.Info(context.Background())
+	if err != nil {
+		b.Fatal(err)
 	}
-	nc, cfg, stream, toSend := rawMessages(b, storage, term)
-	before := stream.CachedInfo().State.LastSeq
+	before := info.State.LastSeq
 	ajs, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(2*cfg.PublishWindow))
 	if err != nil {
 		b.Fatal(err)
@@ -138,16 +136,34 @@ func benchRawPublish(b *testing.B, storage string, fenced bool) {
 // messages for it: 2,000 distinct Pods, each message with an id of its
 // own, as every event the bridge publishes has (a repeated Nats-Msg-Id
 // would be acknowledged as a duplicate without being stored, which costs
-// the server far less).
-func rawMessages(b *testing.B, storage string, term uint64) (*nats.Conn, *config.Config, jetstream.Stream, []*nats.Msg) {
+// the server far less). When fenced, it starts a term first, as the fenced
+// pipeline does, and the messages carry it: the stream then holds the
+// same term marker below the Pods' messages, which the server's cost of
+// keeping each subject's newest N depends on (a memory stream whose first
+// message stays put scans the sequences from a subject's removed first
+// message to its next one; without the marker the stream's first
+// sequence moves past them and the scan is skipped).
+func rawMessages(b *testing.B, storage string, fenced bool) (*nats.Conn, *config.Config, jetstream.Stream, []*nats.Msg) {
+	ctx := context.Background()
 	nc, js := connect(b, benchNATS(b))
 	cfg := testConfig(b, map[string]string{"BRIDGE_STREAM_STORAGE": storage})
 	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
-	if _, err := ensureStream(context.Background(), js, cfg, subjects, func(error) {}); err != nil {
+	if _, err := ensureStream(ctx, js, cfg, subjects, func(error) {}); err != nil {
 		b.Fatal(err)
 	}
+	stream, err := js.Stream(ctx, cfg.StreamName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc := &encode.Encoder{Subjects: subjects}
+	if fenced {
+		fence, err := startTerm(ctx, js, stream, enc, contract.TermData{Holder: "bench"}, time.Now(), time.Millisecond, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		enc = &encode.Encoder{Subjects: subjects, Term: fence.Term()}
+	}
 	const pods = 2000
-	enc := &encode.Encoder{Subjects: subjects, Term: term}
 	msgs := make([]*nats.Msg, pods)
 	for i := range msgs {
 		e, err := enc.EncodeWithin(informers.Change{Verb: informers.Updated, Resource: benchPods, Object: fixtures.Pod(i, 2), OldObject: fixtures.Pod(i, 1)}, 0)
@@ -165,10 +181,6 @@ func rawMessages(b *testing.B, storage string, term uint64) (*nats.Conn, *config
 		}
 		h.Set(jetstream.MsgIDHeader, m.Header.Get(jetstream.MsgIDHeader)+"/"+strconv.Itoa(i))
 		toSend[i] = &nats.Msg{Subject: m.Subject, Header: h, Data: m.Data}
-	}
-	stream, err := js.Stream(context.Background(), cfg.StreamName)
-	if err != nil {
-		b.Fatal(err)
 	}
 	return nc, cfg, stream, toSend
 }
