@@ -35,23 +35,33 @@ func TestVersusComparesWithTheMeanOfTheFloorRuns(t *testing.T) {
 }
 
 // A bridge's start-up snapshot is compared with the mean of the
-// publish-raw runs, and not at all without one.
+// publish-raw runs and with that of the publish-raw-items runs, and not at
+// all without a publish-raw run.
 func TestSnapshotComparedWithTheMeanOfTheRawRuns(t *testing.T) {
 	snapshot := func(m mode, secs float64) run {
 		return run{m: m, ready: result{bridgeTotals: bridgeTotals{SnapshotSecs: secs}}}
 	}
 	raw := mode{kind: kindNamed("publish-raw"), label: "raw"}
+	items := mode{kind: kindNamed("publish-raw-items"), label: "items"}
 	bridge := mode{kind: kindNamed("bridge-typed"), label: "bridge"}
 
 	var out strings.Builder
 	printSnapshotFloor(&out, []run{snapshot(raw, 1.0), snapshot(bridge, 4.5), snapshot(raw, 2.0)})
-	for _, want := range []string{"mean of 2 run(s): 1.50 s", "| bridge | 4.50 | 3.00 |"} {
+	for _, want := range []string{"mean of 2 run(s): 1.50 s", "| bridge | 4.50 | 3.00 | – |"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("missing %q in\n%s", want, out.String())
 		}
 	}
 	if strings.Contains(out.String(), "| raw |") {
 		t.Errorf("a raw run compared with itself:\n%s", out.String())
+	}
+
+	out.Reset()
+	printSnapshotFloor(&out, []run{snapshot(raw, 1.0), snapshot(items, 2.0), snapshot(bridge, 4.5), snapshot(items, 3.0)})
+	for _, want := range []string{"the mean of 2 run(s): 2.50 s", "| bridge | 4.50 | 4.50 | 1.80 |", "| items | 2.00 | 2.00 | – |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in\n%s", want, out.String())
+		}
 	}
 
 	out.Reset()
