@@ -133,6 +133,12 @@ func TestEnsureStreamWarnsAboutMissingFeatures(t *testing.T) {
 			nil, time.Hour, false},
 		{"larger limit than asked", jetstream.StreamConfig{MaxMsgsPerSubject: 100, AllowMsgTTL: true, AllowRollup: true}, bridgeStream("", 8),
 			nil, time.Hour, true},
+		// Memory storage over one message per subject costs the server
+		// a scan at each publish over the limit; one per subject, none.
+		{"memory, eight per subject", jetstream.StreamConfig{Storage: jetstream.MemoryStorage, MaxMsgsPerSubject: 8, AllowMsgTTL: true, AllowRollup: true}, bridgeStream("", 8),
+			[]string{"kept in memory"}, time.Hour, true},
+		{"memory, one per subject", jetstream.StreamConfig{Storage: jetstream.MemoryStorage, MaxMsgsPerSubject: 1, AllowMsgTTL: true, AllowRollup: true}, bridgeStream("", 8),
+			nil, time.Hour, true},
 		// BRIDGE_TOMBSTONE_TTL=0 and -1 per subject: nothing is missing.
 		{"nothing asked for", jetstream.StreamConfig{}, jetstream.StreamConfig{MaxMsgsPerSubject: -1},
 			nil, 0, false},
