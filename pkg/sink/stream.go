@@ -36,7 +36,8 @@ type StreamManager interface {
 //
 // Where the stream, created or existing, lacks what cfg asks for (a
 // per-subject limit, message TTLs, roll-ups), one line per missing feature
-// is logged saying what that costs; FeaturesOf(info.Config) then tells the
+// is logged saying what that costs, and one more if it is kept in memory
+// with more than one message per subject; FeaturesOf(info.Config) then tells the
 // caller which headers the stream takes.
 func EnsureStream(ctx context.Context, js StreamManager, cfg jetstream.StreamConfig, need string) (*jetstream.StreamInfo, error) {
 	s, err := js.Stream(ctx, cfg.Name)
@@ -49,7 +50,7 @@ func EnsureStream(ctx context.Context, js StreamManager, cfg jetstream.StreamCon
 		// A server older than the features asked for (message TTLs came
 		// with nats-server 2.11) creates the stream without them.
 		info := s.CachedInfo()
-		warnMissing(ctx, cfg, info.Config)
+		warnStream(ctx, cfg, info.Config)
 		return info, nil
 	case err != nil:
 		return nil, fmt.Errorf("sink: look up stream %s: %w", cfg.Name, err)
@@ -62,7 +63,7 @@ func EnsureStream(ctx context.Context, js StreamManager, cfg jetstream.StreamCon
 		return nil, fmt.Errorf("%w: stream %s has %s retention, which removes a message once consumers acknowledge it, so other and later consumers lose events; use a stream with limits retention",
 			ErrStreamRetention, cfg.Name, retentionName(r))
 	}
-	warnMissing(ctx, cfg, info.Config)
+	warnStream(ctx, cfg, info.Config)
 	return info, nil
 }
 
@@ -121,10 +122,10 @@ func (f StreamFeatures) Tombstones(ttl time.Duration) (time.Duration, bool) {
 	return 0, false
 }
 
-// warnMissing logs one line for each feature want asks for and the stream
+// warnStream logs one line for each feature want asks for and the stream
 // (have) lacks, saying what it costs, and one if the stream is configured
 // in a way that costs the server at every publish.
-func warnMissing(ctx context.Context, want, have jetstream.StreamConfig) {
+func warnStream(ctx context.Context, want, have jetstream.StreamConfig) {
 	logger := klog.FromContext(ctx)
 	f := FeaturesOf(have)
 	if have.Storage == jetstream.MemoryStorage && f.MaxMsgsPerSubject > 1 {
