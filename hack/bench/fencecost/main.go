@@ -42,7 +42,6 @@ import (
 	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
 	"github.com/kubebridge/kubebridge/internal/bridge"
 	"github.com/kubebridge/kubebridge/internal/config"
-	"github.com/kubebridge/kubebridge/internal/natsembed"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/sink"
 )
@@ -66,26 +65,12 @@ func main() {
 }
 
 func run(ctx context.Context, objects, updates int, rate float64, size int, fenced bool, cpuProfile string) error {
-	dir, err := os.MkdirTemp("", "fencecost-")
+	// The server the bridge embeds.
+	js, stopNATS, err := benchkit.StartJetStream(jetstream.WithPublishAsyncMaxPending(4000))
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(dir) }() // a temporary store; what is left is only disk
-	// The server the bridge embeds; port -1 is any free one.
-	ns, err := natsembed.Start("127.0.0.1:-1", dir)
-	if err != nil {
-		return err
-	}
-	defer ns.Shutdown()
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4000))
-	if err != nil {
-		return err
-	}
+	defer stopNATS()
 
 	// The stream as the bridge sets it up with its defaults.
 	cfg, err := config.Load(ctx, envconfig.MapLookuper(map[string]string{"BRIDGE_RESOURCES": "configmaps"}))

@@ -28,16 +28,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/kubebridge/kubebridge/hack/bench/internal/benchkit"
 	"github.com/kubebridge/kubebridge/internal/bridge"
 	"github.com/kubebridge/kubebridge/internal/config"
-	"github.com/kubebridge/kubebridge/internal/natsembed"
 	"github.com/kubebridge/kubebridge/pkg/contract"
 )
 
@@ -62,25 +60,11 @@ func main() {
 }
 
 func run(ctx context.Context, objects, rounds, pairs, size int) error {
-	dir, err := os.MkdirTemp("", "storagecost-")
+	js, stop, err := benchkit.StartJetStream(jetstream.WithPublishAsyncMaxPending(1024))
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(dir) }() // a temporary store; what is left is only disk
-	ns, err := natsembed.Start("127.0.0.1:-1", dir)
-	if err != nil {
-		return err
-	}
-	defer ns.Shutdown()
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(1024))
-	if err != nil {
-		return err
-	}
+	defer stop()
 	setups := []setup{{"file", 8}, {"memory", 8}, {"memory", 1}}
 	payload := []byte(strings.Repeat("x", size))
 	fmt.Printf("%d objects updated in turn, %d-byte messages, %d measured rounds; µs of this process's CPU per update (client and server)\n\n", objects, size, rounds)
@@ -149,13 +133,20 @@ func measure(ctx context.Context, js jetstream.JetStream, s setup, objects, roun
 			return 0, err
 		}
 	}
-	before := cpuSeconds()
+	before, err := benchkit.ProcessCPUSeconds(os.Getpid())
+	if err != nil {
+		return 0, err
+	}
 	for range rounds {
 		if err := round(); err != nil {
 			return 0, err
 		}
 	}
-	us := (cpuSeconds() - before) * 1e6 / float64(rounds*objects)
+	after, err := benchkit.ProcessCPUSeconds(os.Getpid())
+	if err != nil {
+		return 0, err
+	}
+	us := (after - before) * 1e6 / float64(rounds*objects)
 	// Every publish stored, and each object at its limit: otherwise the
 	// run measured something else.
 	info, err := stream.Info(ctx)
@@ -167,13 +158,4 @@ func measure(ctx context.Context, js jetstream.JetStream, s setup, objects, roun
 		return 0, fmt.Errorf("the stream's last sequence is %d and it holds %d messages, want %d and %d", info.State.LastSeq, info.State.Msgs, sent, held)
 	}
 	return us, nil
-}
-
-// cpuSeconds is this process's user and system CPU so far.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }

@@ -2,10 +2,13 @@ package benchkit
 
 import (
 	"io"
+	"os"
 	"os/exec"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kubebridge/kubebridge/internal/natsembed"
 )
 
 // ConnectJetStream connects to the NATS server at url; the function it
@@ -21,6 +24,37 @@ func ConnectJetStream(url string, opts ...nats.Option) (jetstream.JetStream, fun
 		return nil, nil, err
 	}
 	return js, nc.Close, nil
+}
+
+// StartJetStream starts the NATS server the bridge embeds, on any free
+// port with its store in a new temporary directory, and connects to it
+// with opts. The function it returns closes the connection, shuts the
+// server down and removes the store.
+func StartJetStream(opts ...jetstream.JetStreamOpt) (jetstream.JetStream, func(), error) {
+	dir, err := os.MkdirTemp("", "benchkit-nats-")
+	if err != nil {
+		return nil, nil, err
+	}
+	// A temporary store: what is left behind is only disk.
+	removeDir := func() { _ = os.RemoveAll(dir) }
+	ns, err := natsembed.Start("127.0.0.1:-1", dir)
+	if err != nil {
+		removeDir()
+		return nil, nil, err
+	}
+	stop := func() { ns.Shutdown(); removeDir() }
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc, opts...)
+	if err != nil {
+		nc.Close()
+		stop()
+		return nil, nil, err
+	}
+	return js, func() { nc.Close(); stop() }, nil
 }
 
 // StartPiped starts cmd, a benchmark's child process, with a pipe to its
