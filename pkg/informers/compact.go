@@ -49,13 +49,21 @@ func newCompact(u *unstructured.Unstructured, buf *bytes.Buffer, p *packer) (*Co
 	if err := unstructured.UnstructuredJSONScheme.Encode(u, buf); err != nil {
 		return nil, err
 	}
-	m := compactMeta{
-		APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace(), UID: string(u.GetUID()),
-		ResourceVersion: u.GetResourceVersion(), Generation: u.GetGeneration(), CreationTimestamp: u.GetCreationTimestamp(),
-		DeletionTimestamp: u.GetDeletionTimestamp(), Labels: u.GetLabels(), OwnerReferences: u.GetOwnerReferences(),
-	}
+	m := compactMetaOf(u, u.GetAPIVersion(), u.GetKind())
+	// Read alone: GetAnnotations would copy every annotation.
 	m.Annotations.InitialEventsEnd, _, _ = unstructured.NestedString(u.Object, "metadata", "annotations", metav1.InitialEventsAnnotationKey)
 	return m.assemble(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), p), nil
+}
+
+// compactMetaOf is the metadata a Compact keeps of o, an object of
+// apiVersion and kind, but for the annotation, which each caller reads
+// its own way.
+func compactMetaOf(o metav1.Object, apiVersion, kind string) compactMeta {
+	return compactMeta{
+		APIVersion: apiVersion, Kind: kind, Name: o.GetName(), Namespace: o.GetNamespace(), UID: string(o.GetUID()),
+		ResourceVersion: o.GetResourceVersion(), Generation: o.GetGeneration(), CreationTimestamp: o.GetCreationTimestamp(),
+		DeletionTimestamp: o.GetDeletionTimestamp(), Labels: o.GetLabels(), OwnerReferences: o.GetOwnerReferences(),
+	}
 }
 
 // compactMeta is the metadata a Compact keeps, as it is read from an
@@ -192,11 +200,7 @@ func newTypedCompact(obj runtime.Object, apiVersion, kind string, buf *bytes.Buf
 	if err := AppendObjectJSON(buf, obj, apiVersion, kind); err != nil {
 		return nil, err
 	}
-	m := compactMeta{
-		APIVersion: apiVersion, Kind: kind, Name: o.GetName(), Namespace: o.GetNamespace(), UID: string(o.GetUID()),
-		ResourceVersion: o.GetResourceVersion(), Generation: o.GetGeneration(), CreationTimestamp: o.GetCreationTimestamp(),
-		DeletionTimestamp: o.GetDeletionTimestamp(), Labels: o.GetLabels(), OwnerReferences: o.GetOwnerReferences(),
-	}
+	m := compactMetaOf(o, apiVersion, kind)
 	m.Annotations.InitialEventsEnd = o.GetAnnotations()[metav1.InitialEventsAnnotationKey]
 	return m.assemble(buf.Bytes(), p), nil
 }
