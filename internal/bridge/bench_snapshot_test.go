@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,7 +14,6 @@ import (
 	"github.com/kubebridge/kubebridge/internal/config"
 	"github.com/kubebridge/kubebridge/internal/fixtures"
 	"github.com/kubebridge/kubebridge/internal/metrics"
-	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
 	"github.com/kubebridge/kubebridge/pkg/sink"
@@ -31,12 +31,10 @@ import (
 //	KUBEBRIDGE_BENCH_NATS_URL=nats://127.0.0.1:14222 /tmp/bridge.test -test.run '^$' \
 //	  -test.bench 'Snapshot$|RawSnapshotItems' -test.benchtime 20000x
 func BenchmarkSnapshot(b *testing.B) {
-	nc, js, cfg, fence := snapshotStream(b)
+	nc, js, cfg, enc, fence := snapshotStream(b)
 	cache := snapshotCache(b, b.N)
 	m := metrics.New()
-	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
-	deps := publishingDeps{metrics: m, fence: fence, encoder: &encode.Encoder{Subjects: subjects, Term: fence.Term()},
-		maxPayload: func() int { return int(nc.MaxPayload()) }}
+	deps := publishingDeps{metrics: m, fence: fence, encoder: enc, maxPayload: func() int { return int(nc.MaxPayload()) }}
 	pb, stop := runPublishing(b, cfg, js, deps)
 	defer stop()
 	b.ReportAllocs()
@@ -67,10 +65,8 @@ func BenchmarkSnapshot(b *testing.B) {
 // publish from one goroutine to the same kind of stream.
 func BenchmarkRawSnapshotItems(b *testing.B) {
 	ctx := context.Background()
-	nc, _, cfg, fence := snapshotStream(b)
+	nc, _, cfg, enc, _ := snapshotStream(b)
 	cache := snapshotCache(b, b.N)
-	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
-	enc := &encode.Encoder{Subjects: subjects, Term: fence.Term()}
 	msgs := make([]*nats.Msg, 0, b.N)
 	for _, key := range cache.Keys() {
 		obj, _ := cache.Get(key)
@@ -127,9 +123,9 @@ func BenchmarkRawSnapshotItems(b *testing.B) {
 }
 
 // snapshotStream is the benchmarks' stream, created afresh as the bridge
-// creates it (file storage), with a term begun on it.
-func snapshotStream(b *testing.B) (*nats.Conn, jetstream.JetStream, *config.Config, *sink.Fence) {
-	ctx := context.Background()
+// creates it (file storage), with a term begun on it, and the encoder of
+// that term.
+func snapshotStream(b *testing.B) (*nats.Conn, jetstream.JetStream, *config.Config, *encode.Encoder, *sink.Fence) {
 	nc, js := connect(b, benchNATS(b))
 	// A name of its own per run: a file stream created again under the
 	// name of one just deleted showed the deleted one's state (nats-server
@@ -137,24 +133,13 @@ func snapshotStream(b *testing.B) (*nats.Conn, jetstream.JetStream, *config.Conf
 	// purge was taken for a duplicate).
 	name := "KUBEBRIDGE_SNAPSHOT_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	cfg := testConfig(b, map[string]string{"BRIDGE_STREAM_STORAGE": "file", "BRIDGE_ENCODE_WORKERS": "0", "BRIDGE_STREAM_NAME": name})
-	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
-	if _, err := ensureStream(ctx, js, cfg, subjects, func(error) {}); err != nil {
-		b.Fatal(err)
-	}
 	b.Cleanup(func() {
-		if err := js.DeleteStream(context.Background(), name); err != nil {
+		if err := js.DeleteStream(context.Background(), name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			b.Error(err)
 		}
 	})
-	stream, err := js.Stream(ctx, cfg.StreamName)
-	if err != nil {
-		b.Fatal(err)
-	}
-	fence, err := startTerm(ctx, js, stream, &encode.Encoder{Subjects: subjects}, contract.TermData{Holder: "bench"}, time.Now(), time.Millisecond, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return nc, js, cfg, fence
+	_, enc, fence := benchStream(b, js, cfg, true)
+	return nc, js, cfg, enc, fence
 }
 
 // snapshotCache is n ConfigMaps with 2 KB of data each, cached compact.

@@ -144,25 +144,9 @@ func benchRawPublish(b *testing.B, storage string, fenced bool) {
 // message to its next one; without the marker the stream's first
 // sequence moves past them and the scan is skipped).
 func rawMessages(b *testing.B, storage string, fenced bool) (*nats.Conn, *config.Config, jetstream.Stream, []*nats.Msg) {
-	ctx := context.Background()
 	nc, js := connect(b, benchNATS(b))
 	cfg := testConfig(b, map[string]string{"BRIDGE_STREAM_STORAGE": storage})
-	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
-	if _, err := ensureStream(ctx, js, cfg, subjects, func(error) {}); err != nil {
-		b.Fatal(err)
-	}
-	stream, err := js.Stream(ctx, cfg.StreamName)
-	if err != nil {
-		b.Fatal(err)
-	}
-	enc := &encode.Encoder{Subjects: subjects}
-	if fenced {
-		fence, err := startTerm(ctx, js, stream, enc, contract.TermData{Holder: "bench"}, time.Now(), time.Millisecond, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		enc = &encode.Encoder{Subjects: subjects, Term: fence.Term()}
-	}
+	stream, enc, _ := benchStream(b, js, cfg, fenced)
 	const pods = 2000
 	msgs := make([]*nats.Msg, pods)
 	for i := range msgs {
@@ -185,6 +169,31 @@ func rawMessages(b *testing.B, storage string, fenced bool) (*nats.Conn, *config
 	return nc, cfg, stream, toSend
 }
 
+// benchStream creates cfg's stream as the bridge does and returns it with
+// the encoder of its events. When fenced, a term is started on it first,
+// as the fenced pipeline does: the stream then holds the term marker below
+// every event, the encoder writes the term, and the fence is returned.
+func benchStream(b *testing.B, js jetstream.JetStream, cfg *config.Config, fenced bool) (jetstream.Stream, *encode.Encoder, *sink.Fence) {
+	ctx := context.Background()
+	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
+	if _, err := ensureStream(ctx, js, cfg, subjects, func(error) {}); err != nil {
+		b.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, cfg.StreamName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc := &encode.Encoder{Subjects: subjects}
+	if !fenced {
+		return stream, enc, nil
+	}
+	fence, err := startTerm(ctx, js, stream, enc, contract.TermData{Holder: "bench"}, time.Now(), time.Millisecond, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return stream, &encode.Encoder{Subjects: subjects, Term: fence.Term()}, fence
+}
+
 // reportRaw reports the rate and the process's CPU per event since start,
 // and fails unless the stream stored every message sent after before.
 func reportRaw(b *testing.B, stream jetstream.Stream, before uint64, start time.Time, cpuStart time.Duration) {
@@ -204,11 +213,8 @@ func reportRaw(b *testing.B, stream jetstream.Stream, before uint64, start time.
 func benchPipeline(b *testing.B, url, storage string, replicas int, fenced, typed bool) {
 	nc, js := connect(b, url)
 	cfg := testConfig(b, map[string]string{"BRIDGE_STREAM_STORAGE": storage, "BRIDGE_ENCODE_WORKERS": "0", "BRIDGE_STREAM_REPLICAS": strconv.Itoa(replicas)})
-	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
 	ctx := context.Background()
-	if _, err := ensureStream(ctx, js, cfg, subjects, func(error) {}); err != nil {
-		b.Fatal(err)
-	}
+	_, enc, fence := benchStream(b, js, cfg, fenced)
 	// 2000 distinct Pods, each updated repeatedly: consecutive events are
 	// for different subjects, as with many Pods changing at once.
 	const pods = 2000
@@ -224,17 +230,7 @@ func benchPipeline(b *testing.B, url, storage string, replicas int, fenced, type
 		}
 	}
 	m := metrics.New()
-	deps := publishingDeps{metrics: m, encoder: &encode.Encoder{Subjects: subjects}, maxPayload: func() int { return int(nc.MaxPayload()) }}
-	if fenced {
-		stream, err := js.Stream(ctx, cfg.StreamName)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if deps.fence, err = startTerm(ctx, js, stream, deps.encoder, contract.TermData{Holder: "bench"}, time.Now(), time.Millisecond, nil); err != nil {
-			b.Fatal(err)
-		}
-		deps.encoder = &encode.Encoder{Subjects: subjects, Term: deps.fence.Term()}
-	}
+	deps := publishingDeps{metrics: m, encoder: enc, fence: fence, maxPayload: func() int { return int(nc.MaxPayload()) }}
 	pb, stop := runPublishing(b, cfg, js, deps)
 	in := pb.intake
 	published := func() int64 { return int64(metrics.Total(m.EventsPublished)) }
