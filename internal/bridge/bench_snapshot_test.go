@@ -31,10 +31,11 @@ import (
 //	KUBEBRIDGE_BENCH_NATS_URL=nats://127.0.0.1:14222 /tmp/bridge.test -test.run '^$' \
 //	  -test.bench 'Snapshot$|RawSnapshotItems' -test.benchtime 20000x
 func BenchmarkSnapshot(b *testing.B) {
-	nc, js, cfg, enc, fence := snapshotStream(b)
+	nc, _, cfg, enc, fence := snapshotStream(b)
 	cache := snapshotCache(b, b.N)
 	m := metrics.New()
-	deps := publishingDeps{metrics: m, fence: fence, encoder: enc, maxPayload: func() int { return int(nc.MaxPayload()) }}
+	js, acks := bridgeJetStream(b, cfg, nc)
+	deps := publishingDeps{acks: acks, metrics: m, fence: fence, encoder: enc, maxPayload: func() int { return int(nc.MaxPayload()) }}
 	pb, stop := runPublishing(b, cfg, js, deps)
 	defer stop()
 	b.ReportAllocs()

@@ -194,6 +194,17 @@ func benchStream(b *testing.B, js jetstream.JetStream, cfg *config.Config, fence
 	return stream, &encode.Encoder{Subjects: subjects, Term: fence.Term()}, fence
 }
 
+// bridgeJetStream is nc's JetStream as the bridge makes it for cfg, with
+// the Acks its publisher is given.
+func bridgeJetStream(b *testing.B, cfg *config.Config, nc *nats.Conn) (jetstream.JetStream, *sink.Acks) {
+	acks := sink.NewAcks()
+	js, err := newJetStream(cfg, nc, acks)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return js, acks
+}
+
 // reportRaw reports the rate and the process's CPU per event since start,
 // and fails unless the stream stored every message sent after before.
 func reportRaw(b *testing.B, stream jetstream.Stream, before uint64, start time.Time, cpuStart time.Duration) {
@@ -230,8 +241,9 @@ func benchPipeline(b *testing.B, url, storage string, replicas int, fenced, type
 		}
 	}
 	m := metrics.New()
-	deps := publishingDeps{metrics: m, encoder: enc, fence: fence, maxPayload: func() int { return int(nc.MaxPayload()) }}
-	pb, stop := runPublishing(b, cfg, js, deps)
+	pjs, acks := bridgeJetStream(b, cfg, nc)
+	deps := publishingDeps{acks: acks, metrics: m, encoder: enc, fence: fence, maxPayload: func() int { return int(nc.MaxPayload()) }}
+	pb, stop := runPublishing(b, cfg, pjs, deps)
 	in := pb.intake
 	published := func() int64 { return int64(metrics.Total(m.EventsPublished)) }
 	b.ReportAllocs()

@@ -18,6 +18,7 @@ import (
 	"github.com/kubebridge/kubebridge/pkg/contract"
 	"github.com/kubebridge/kubebridge/pkg/encode"
 	"github.com/kubebridge/kubebridge/pkg/informers"
+	"github.com/kubebridge/kubebridge/pkg/sink"
 )
 
 // Option adjusts New and Serve for tests and benchmarks.
@@ -52,6 +53,7 @@ type Bridge struct {
 	kube     Kube
 	nc       *nats.Conn
 	js       jetstream.JetStream
+	acks     *sink.Acks
 	subjects contract.Subjects
 	metrics  *metrics.Metrics
 	intake   *intake.Intake
@@ -98,7 +100,8 @@ func New(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts
 	}
 	logger := klog.FromContext(ctx)
 	m := o.health.metrics
-	js, err := newJetStream(cfg, nc)
+	acks := sink.NewAcks()
+	js, err := newJetStream(cfg, nc, acks)
 	if err != nil {
 		return nil, err
 	}
@@ -118,13 +121,15 @@ func New(ctx context.Context, cfg *config.Config, kube Kube, nc *nats.Conn, opts
 	// A shard's subjects name it: its markers and term marker have
 	// subjects of their own, and its events carry the shard extension.
 	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName, Shard: cfg.Shard()}
-	return &Bridge{cfg: cfg, kube: kube, nc: nc, js: js, subjects: subjects, metrics: m, intake: in, gated: gated, queue: queue, opts: o}, nil
+	return &Bridge{cfg: cfg, kube: kube, nc: nc, js: js, acks: acks, subjects: subjects, metrics: m, intake: in, gated: gated, queue: queue, opts: o}, nil
 }
 
 // newJetStream is nc's JetStream, or another domain's (a leaf node's hub):
-// the publishes themselves go to the stream's subjects as ever.
-func newJetStream(cfg *config.Config, nc *nats.Conn) (jetstream.JetStream, error) {
+// the publishes themselves go to the stream's subjects as ever. Its
+// acknowledgements go to acks.
+func newJetStream(cfg *config.Config, nc *nats.Conn, acks *sink.Acks) (jetstream.JetStream, error) {
 	jsOpts := []jetstream.JetStreamOpt{jetstream.WithPublishAsyncMaxPending(2 * cfg.PublishWindow), jetstream.WithPublishAsyncTimeout(cfg.PublishAckTimeout)}
+	jsOpts = append(jsOpts, acks.JetStreamOptions()...)
 	var js jetstream.JetStream
 	var err error
 	if cfg.NATSJSDomain != "" {

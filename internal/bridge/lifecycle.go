@@ -79,7 +79,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 		cancelLead()
 	}()
 	var wg sync.WaitGroup
-	pb, err := startPublishing(lead, hard, &wg, b.cfg, b.intake, publishingDeps{js: b.js, encoder: b.eventEncoder(fence.Term()), metrics: b.metrics,
+	pb, err := startPublishing(lead, hard, &wg, b.cfg, b.intake, publishingDeps{js: b.js, acks: b.acks, encoder: b.eventEncoder(fence.Term()), metrics: b.metrics,
 		maxPayload: b.limits.maxPayload, rereadLimits: func() { b.limits.reread(hard) }, fence: fence})
 	if err != nil {
 		return err

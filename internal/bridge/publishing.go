@@ -26,7 +26,10 @@ type publishing struct {
 
 // publishingDeps are what startPublishing needs besides the configuration.
 type publishingDeps struct {
-	js      sink.AsyncPublisher
+	js sink.AsyncPublisher
+	// acks, if set, are installed on js, which hands the publisher its
+	// acknowledgements through them.
+	acks    *sink.Acks
 	encoder *encode.Encoder
 	metrics *metrics.Metrics
 	// maxPayload is the current message size limit; rereadLimits is
@@ -49,6 +52,9 @@ func startPublishing(soft, hard context.Context, wg *sync.WaitGroup, cfg *config
 		sink.WithObserver(metrics.PublishObserver{M: m})}
 	if d.fence != nil {
 		opts = append(opts, sink.WithFence(d.fence))
+	}
+	if d.acks != nil {
+		opts = append(opts, sink.WithAcks(d.acks))
 	}
 	var err error
 	s.pub, err = sink.NewPublisher(d.js, opts...)

@@ -11,6 +11,12 @@
 // a subject waiting for its ack parks its later messages instead of holding
 // back every other subject.
 //
+// A message's outcome settles it where it arrives: with Acks installed on
+// the JetStream, nats.go's acknowledgement goroutine settles it and sends
+// the subject's next message, so no goroutine waits per message in
+// flight; a failure, and every publish without Acks, goes to a goroutine
+// of the subject's own that retries it.
+//
 // It is on the producer's side of pkg/ (docs/architecture.md), where the
 // design fixes its path. It publishes nats.Msg values, so it needs neither
 // pkg/informers nor pkg/encode: of this module it may import pkg/contract

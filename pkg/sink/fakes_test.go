@@ -25,6 +25,9 @@ type outcome struct {
 type laneStream struct {
 	behave func(m *nats.Msg, attempt int) outcome // called with mu held
 	check  func(s *laneStream, id string) string  // called with mu held; "" is fine
+	// acks, if set, are told every outcome too, as nats.go tells the
+	// handlers a JetStream was made with.
+	acks *Acks
 
 	mu         sync.Mutex
 	attempts   map[string]int // per Nats-Msg-Id
@@ -81,11 +84,26 @@ func (s *laneStream) PublishMsgAsync(m *nats.Msg, _ ...jetstream.PublishOpt) (je
 		s.mu.Unlock()
 		if o.err != nil {
 			f.err <- o.err
+			if s.acks != nil {
+				s.acks.failed(m, o.err)
+			}
 			return
 		}
-		f.ok <- &jetstream.PubAck{Stream: "S"}
+		ack := &jetstream.PubAck{Stream: "S"}
+		f.ok <- ack
+		if s.acks != nil {
+			s.acks.acked(m, ack)
+		}
 	}()
 	return f, nil
+}
+
+// routed makes s report to Acks, as a JetStream made with their options
+// does, and returns the options for a Publisher on s to take them.
+func (s *laneStream) routed() Option {
+	s.acks = NewAcks()
+	s.acks.JetStreamOptions()
+	return WithAcks(s.acks)
 }
 
 func (s *laneStream) snapshot() (stored []string, violations []string, maxTotal int) {

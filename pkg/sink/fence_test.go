@@ -39,9 +39,10 @@ type fencedWriter struct {
 	n     int
 }
 
-func newFencedWriter(t *testing.T, js jetstream.JetStream, stream jetstream.Stream, term uint64) *fencedWriter {
+func newFencedWriter(t *testing.T, route jsRoute, js jetstream.JetStream, stream jetstream.Stream, term uint64) *fencedWriter {
 	f := NewFence(term, everyTermReal{}, stream)
-	p, err := NewPublisher(js, WithFence(f), WithBackoff(10*time.Millisecond, 50*time.Millisecond))
+	pjs, opts := route(t, js)
+	p, err := NewPublisher(pjs, append(opts, WithFence(f), WithBackoff(10*time.Millisecond, 50*time.Millisecond))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,9 +93,11 @@ func startFenceStream(t *testing.T) (jetstream.JetStream, jetstream.Stream) {
 // newer term has written, stops at the first refusal, and publishes nothing
 // after it; the newer term overwrites whatever the older one stored on a
 // subject it had not written yet.
-func TestFenceRefusesAnOlderTerm(t *testing.T) {
+func TestFenceRefusesAnOlderTerm(t *testing.T) { jsRoutes(t, testFenceRefusesAnOlderTerm) }
+
+func testFenceRefusesAnOlderTerm(t *testing.T, route jsRoute) {
 	js, s := startFenceStream(t)
-	old := newFencedWriter(t, js, s, 1)
+	old := newFencedWriter(t, route, js, s, 1)
 	for _, subj := range []string{"kb.a", "kb.b", "kb.c"} {
 		if err := old.write(subj, false); err != nil {
 			t.Fatalf("term 1 on %s: %v", subj, err)
@@ -103,7 +106,7 @@ func TestFenceRefusesAnOlderTerm(t *testing.T) {
 
 	// The new term knows nothing of kb.a: its first write is refused, it
 	// reads term 1 there, and overwrites.
-	cur := newFencedWriter(t, js, s, 5)
+	cur := newFencedWriter(t, route, js, s, 5)
 	if err := cur.write("kb.a", false); err != nil {
 		t.Fatalf("term 5 on kb.a: %v", err)
 	}
@@ -134,7 +137,7 @@ func TestFenceRefusesAnOlderTerm(t *testing.T) {
 	// A deposed writer that has not met the new term yet can still land a
 	// write where the new term has not written (term 3 on kb.c); the new
 	// term's next write there overwrites it.
-	late := newFencedWriter(t, js, s, 3)
+	late := newFencedWriter(t, route, js, s, 3)
 	if err := late.write("kb.c", false); err != nil {
 		t.Fatalf("term 3 on kb.c: %v", err)
 	}
@@ -170,9 +173,11 @@ func TestFenceRefusesAnOlderTerm(t *testing.T) {
 // A fence's guard is asked before every publish: once it refuses, the
 // writer is fenced with its error and nothing more is stored, even on a
 // subject no newer term has written, which JetStream would take.
-func TestFenceGuard(t *testing.T) {
+func TestFenceGuard(t *testing.T) { jsRoutes(t, testFenceGuard) }
+
+func testFenceGuard(t *testing.T, route jsRoute) {
 	js, s := startFenceStream(t)
-	w := newFencedWriter(t, js, s, 1)
+	w := newFencedWriter(t, route, js, s, 1)
 	var stale error
 	asked := 0
 	w.fence.Guard(func() error { asked++; return stale })
@@ -210,10 +215,12 @@ func fencedNow(f *Fence) bool {
 
 // A message stored whose acknowledgement never arrived is not stored twice
 // when it is sent again with a stale expected sequence.
-func TestFenceRetryOfAStoredMessage(t *testing.T) {
+func TestFenceRetryOfAStoredMessage(t *testing.T) { jsRoutes(t, testFenceRetryOfAStoredMessage) }
+
+func testFenceRetryOfAStoredMessage(t *testing.T, route jsRoute) {
 	js, s := startFenceStream(t)
 	ctx := context.Background()
-	w := newFencedWriter(t, js, s, 7)
+	w := newFencedWriter(t, route, js, s, 7)
 	// Stored as if by an earlier attempt whose ack was lost.
 	if _, err := js.PublishMsg(ctx, &nats.Msg{Subject: "kb.x", Header: nats.Header{jetstream.MsgIDHeader: {"term7/1"}, testTermHeader: {"7"}}, Data: []byte("term7/1")}); err != nil {
 		t.Fatal(err)

@@ -45,6 +45,10 @@ func (m markerTerms) Marker(ctx context.Context, seq uint64) (MarkerState, error
 // real newer term still does. Observe reports a foreign last message that
 // a scan finds.
 func TestFenceOverwritesForeignMessages(t *testing.T) {
+	jsRoutes(t, testFenceOverwritesForeignMessages)
+}
+
+func testFenceOverwritesForeignMessages(t *testing.T, route jsRoute) {
 	js, s := startFenceStream(t)
 	ctx := context.Background()
 	put := func(subject string, h nats.Header) uint64 {
@@ -60,7 +64,8 @@ func TestFenceOverwritesForeignMessages(t *testing.T) {
 	}
 	term := put("kb._term", nil) // 4
 	f := NewFence(term, markerTerms{s}, s)
-	p, err := NewPublisher(js, WithFence(f), WithBackoff(10*time.Millisecond, 50*time.Millisecond))
+	pjs, opts := route(t, js)
+	p, err := NewPublisher(pjs, append(opts, WithFence(f), WithBackoff(10*time.Millisecond, 50*time.Millisecond))...)
 	if err != nil {
 		t.Fatal(err)
 	}

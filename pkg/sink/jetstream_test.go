@@ -23,6 +23,29 @@ func startJetStream(t testing.TB) jetstream.JetStream {
 	return natstest.JetStreamOf(t, nc)
 }
 
+// jsRoute is how a test's Publisher on js gets its outcomes: the
+// AsyncPublisher and options to make it with.
+type jsRoute func(t *testing.T, js jetstream.JetStream) (AsyncPublisher, []Option)
+
+// jsRoutes runs test twice: with a goroutine per message in flight waiting
+// on its future, and with Acks installed on a JetStream of js's connection,
+// as the bridge makes it.
+func jsRoutes(t *testing.T, test func(*testing.T, jsRoute)) {
+	t.Run("futures", func(t *testing.T) {
+		test(t, func(_ *testing.T, js jetstream.JetStream) (AsyncPublisher, []Option) { return js, nil })
+	})
+	t.Run("acks", func(t *testing.T) {
+		test(t, func(t *testing.T, js jetstream.JetStream) (AsyncPublisher, []Option) {
+			acks := NewAcks()
+			routed, err := jetstream.New(js.Conn(), acks.JetStreamOptions()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return routed, []Option{WithAcks(acks)}
+		})
+	})
+}
+
 func TestSamePublishTwiceIsStoredOnce(t *testing.T) {
 	js := startJetStream(t)
 	ctx := context.Background()

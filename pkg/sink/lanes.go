@@ -1,12 +1,33 @@
 package sink
 
-import "context"
+import (
+	"context"
+	"time"
 
-// lane is the FIFO of one subject's parked messages. The goroutine that
-// publishes the subject's in-flight message takes the next one from it, so
-// a subject never has two publishes in flight.
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// lane is the FIFO of one subject's parked messages. Whoever settles the
+// subject's message in flight takes the next one from it, so a subject
+// never has two publishes in flight: a goroutine of the lane's own, or,
+// with Acks, the acknowledgement goroutine (see sendRouted).
 type lane struct {
 	parked []Envelope
+
+	// The fields below serve a lane whose outcomes come through Acks.
+	pub     *Publisher
+	ctx     context.Context
+	subject string
+	// inFlight is the message being published and msg its attempt, as
+	// sent; msg is nil while no attempt waits for Acks. start is when it
+	// was sent. They change under the publisher's mu.
+	inFlight Envelope
+	msg      *nats.Msg
+	start    time.Time
+	// stopWatch stops the watch on ctx that gives up the attempt in
+	// flight when ctx ends.
+	stopWatch func() bool
 }
 
 // dispatch hands env on and returns without waiting for its publish, except
@@ -30,7 +51,17 @@ func (p *Publisher) dispatch(ctx context.Context, env Envelope) error {
 		p.mu.Unlock()
 		return nil
 	}
-	p.busy[subject] = p.newLane()
+	l := p.newLane()
+	l.subject = subject
+	p.busy[subject] = l
+	p.lanes.Add(1)
+	if p.opts.acks != nil {
+		l.pub, l.ctx = p, ctx
+		l.stopWatch = context.AfterFunc(ctx, func() { p.abandon(l) })
+		p.mu.Unlock()
+		p.sendRouted(l, env)
+		return nil
+	}
 	p.mu.Unlock()
 	// The first attempt is sent here rather than by the lane: a lane
 	// parks on its acknowledgement at once, which lets nats.go's flusher
@@ -41,38 +72,134 @@ func (p *Publisher) dispatch(ctx context.Context, env Envelope) error {
 	if ctx.Err() == nil {
 		first = p.send(env)
 	}
-	p.lanes.Add(1)
-	go func() {
-		defer p.lanes.Done()
-		p.runLane(ctx, subject, env, first)
-	}()
+	go p.runLane(ctx, l, env, first)
 	return nil
 }
 
 // runLane publishes env, whose first attempt is first if that was made,
-// and then, one at a time, the messages parked on its subject, until none
-// is left. The lane is removed under the same lock that
-// dispatch parks under, so a message parked at the last moment is still
-// picked up here.
-func (p *Publisher) runLane(ctx context.Context, subject string, env Envelope, first sent) {
+// and then, one at a time, the messages parked on its lane, until none
+// is left. The lane is removed under the same lock that dispatch parks
+// under, so a message parked at the last moment is still picked up here.
+func (p *Publisher) runLane(ctx context.Context, l *lane, env Envelope, first sent) {
 	for {
 		p.publish(ctx, env, first)
 		first = sent{}
 		p.track(-1)
 		p.release(1)
 		p.mu.Lock()
-		l := p.busy[subject]
-		if len(l.parked) == 0 {
-			delete(p.busy, subject)
-			p.idle = append(p.idle, l)
+		var more bool
+		if env, more = p.popLocked(l); !more {
 			p.mu.Unlock()
+			p.lanes.Done()
 			return
 		}
-		env = l.parked[0]
-		l.parked[0] = Envelope{} // let the sent message be collected
-		l.parked = l.parked[1:]
 		p.mu.Unlock()
 	}
+}
+
+// sendRouted sends env, the message whose turn it is on l, for Acks to
+// settle, without a goroutine waiting for it. A message that cannot be
+// sent so, because it failed, the fence refused it or ctx ended, goes to
+// a goroutine of the lane's own, as without Acks, with every message
+// parked after it: that path retries, resolves conflicts and shuts down.
+func (p *Publisher) sendRouted(l *lane, env Envelope) {
+	if fence := p.opts.fence; fence != nil {
+		if err := fence.admit(); err != nil {
+			go p.runLane(l.ctx, l, env, sent{refused: err})
+			return
+		}
+		fence.condition(env.Msg)
+	}
+	// PublishMsgAsync sets the reply subject on the message it is given;
+	// a fresh copy keeps every attempt independent, and names it to Acks.
+	msg := &nats.Msg{Subject: env.Msg.Subject, Header: env.Msg.Header, Data: env.Msg.Data}
+	acks := p.opts.acks
+	p.mu.Lock()
+	// abandon holds mu too: either it sees msg here, or msg is not sent.
+	if l.ctx.Err() != nil {
+		p.mu.Unlock()
+		go p.runLane(l.ctx, l, env, sent{})
+		return
+	}
+	start := time.Now()
+	l.inFlight, l.msg, l.start = env, msg, start
+	acks.expect(msg, l)
+	p.mu.Unlock()
+	if _, err := p.js.PublishMsgAsync(msg); err != nil {
+		// Not sent, so no outcome will come; unless ctx ended meanwhile
+		// and abandon took msg, it is still this lane's.
+		if acks.take(msg) == nil {
+			return
+		}
+		p.mu.Lock()
+		l.inFlight, l.msg = Envelope{}, nil
+		p.mu.Unlock()
+		go p.runLane(l.ctx, l, env, sent{start: start, err: err})
+	}
+}
+
+// settled takes the outcome of l's attempt in flight, which Acks handed
+// to it, and sends the next message parked on l.
+func (p *Publisher) settled(l *lane, ack *jetstream.PubAck, err error) {
+	p.mu.Lock()
+	env, start := l.inFlight, l.start
+	l.inFlight, l.msg = Envelope{}, nil
+	p.mu.Unlock()
+	if err != nil {
+		go p.runLane(l.ctx, l, env, sent{start: start, err: err})
+		return
+	}
+	p.stored(l.ctx, env, ack, start, 1)
+	p.track(-1)
+	p.release(1)
+	p.next(l)
+}
+
+// abandon gives up l's attempt in flight, and with it every message
+// parked on l, once l's context has ended.
+func (p *Publisher) abandon(l *lane) {
+	p.mu.Lock()
+	env, msg := l.inFlight, l.msg
+	if msg == nil || p.opts.acks.take(msg) == nil {
+		p.mu.Unlock()
+		return
+	}
+	l.inFlight, l.msg = Envelope{}, nil
+	p.mu.Unlock()
+	finish(env, ErrShutdown)
+	p.track(-1)
+	p.release(1)
+	p.next(l)
+}
+
+// next sends the message parked first on l, or ends l if none is.
+func (p *Publisher) next(l *lane) {
+	p.mu.Lock()
+	env, more := p.popLocked(l)
+	p.mu.Unlock()
+	if !more {
+		p.lanes.Done()
+		return
+	}
+	p.sendRouted(l, env)
+}
+
+// popLocked takes the message parked first on l, or, if none is, removes
+// l from its subject and reports false. Call it with mu held.
+func (p *Publisher) popLocked(l *lane) (Envelope, bool) {
+	if len(l.parked) == 0 {
+		delete(p.busy, l.subject)
+		// A lane whose watch on ctx has fired or is firing is not reused:
+		// abandon may still be about to look at it.
+		if l.stopWatch == nil || l.stopWatch() {
+			p.idle = append(p.idle, l)
+		}
+		return Envelope{}, false
+	}
+	env := l.parked[0]
+	l.parked[0] = Envelope{} // let the sent message be collected
+	l.parked = l.parked[1:]
+	return env, true
 }
 
 // newLane returns an idle lane or a new one. Call it with mu held.
@@ -85,5 +212,6 @@ func (p *Publisher) newLane() *lane {
 	p.idle[n-1] = nil
 	p.idle = p.idle[:n-1]
 	l.parked = l.parked[:0]
+	l.stopWatch = nil
 	return l
 }

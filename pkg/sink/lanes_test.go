@@ -18,7 +18,9 @@ import (
 // retried message) must not stall the other subjects: their messages are
 // published and acknowledged meanwhile, and the stuck subject's later
 // messages wait their turn without being attempted.
-func TestPublisherNoHeadOfLineBlocking(t *testing.T) {
+func TestPublisherNoHeadOfLineBlocking(t *testing.T) { ackRoutes(t, testNoHeadOfLineBlocking) }
+
+func testNoHeadOfLineBlocking(t *testing.T, route func(*laneStream) []Option) {
 	release := make(chan struct{})
 	fs := newLaneStream(func(m *nats.Msg, _ int) outcome {
 		if m.Subject == "A" {
@@ -26,7 +28,7 @@ func TestPublisherNoHeadOfLineBlocking(t *testing.T) {
 		}
 		return outcome{}
 	})
-	p, err := NewPublisher(fs, WithWindow(64))
+	p, err := NewPublisher(fs, append(route(fs), WithWindow(64))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +85,9 @@ func TestPublisherNoHeadOfLineBlocking(t *testing.T) {
 
 // When ctx ends, the message in flight and those parked behind it get
 // ErrShutdown once each, and the parked ones are never attempted.
-func TestPublisherShutdownGivesUpParked(t *testing.T) {
+func TestPublisherShutdownGivesUpParked(t *testing.T) { ackRoutes(t, testShutdownGivesUpParked) }
+
+func testShutdownGivesUpParked(t *testing.T, route func(*laneStream) []Option) {
 	never := make(chan struct{})
 	t.Cleanup(func() { close(never) })
 	fs := newLaneStream(func(m *nats.Msg, _ int) outcome {
@@ -92,7 +96,7 @@ func TestPublisherShutdownGivesUpParked(t *testing.T) {
 		}
 		return outcome{}
 	})
-	p, _ := NewPublisher(fs, WithWindow(8))
+	p, _ := NewPublisher(fs, append(route(fs), WithWindow(8))...)
 	done := newDoneLog()
 	in := make(chan Envelope, 8)
 	for i := range 3 {
@@ -108,8 +112,13 @@ func TestPublisherShutdownGivesUpParked(t *testing.T) {
 		t.Fatalf("gave up waiting for 20s until B0 acknowledged and A's three messages pending: B0 acknowledged %v, InFlight %d", done.ackedNil("B0"), p.InFlight())
 	}
 	cancel()
-	if err := <-ran; !errors.Is(err, context.Canceled) {
-		t.Errorf("Run returned %v, want context.Canceled", err)
+	select {
+	case err := <-ran:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run returned %v, want context.Canceled", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run had not returned 20s after its context ended, with A0's acknowledgement never coming")
 	}
 	for _, id := range []string{"A0", "A1", "A2"} {
 		if problem, err := done.result(id); problem != "" || !errors.Is(err, ErrShutdown) {
@@ -129,15 +138,17 @@ func TestPublisherShutdownGivesUpParked(t *testing.T) {
 // everything before it is stored and nothing after it has been attempted,
 // and Done is called exactly once per message.
 func TestPublisherOrderUnderRandomAcks(t *testing.T) {
-	for seed := range uint64(6) {
-		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
-			t.Parallel()
-			checkRandomRun(t, seed)
-		})
-	}
+	ackRoutes(t, func(t *testing.T, route func(*laneStream) []Option) {
+		for seed := range uint64(6) {
+			t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+				t.Parallel()
+				checkRandomRun(t, seed, route)
+			})
+		}
+	})
 }
 
-func checkRandomRun(t *testing.T, seed uint64) {
+func checkRandomRun(t *testing.T, seed uint64, route func(*laneStream) []Option) {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	window := []int{1, 3, 16, 64}[seed%4]
 	const subjects, messages = 40, 1500
@@ -197,7 +208,7 @@ func checkRandomRun(t *testing.T, seed uint64) {
 		return ""
 	}
 	obs := &countingObserver{}
-	p, err := NewPublisher(fs, WithWindow(window), WithBackoff(50*time.Microsecond, time.Millisecond), WithObserver(obs))
+	p, err := NewPublisher(fs, append(route(fs), WithWindow(window), WithBackoff(50*time.Microsecond, time.Millisecond), WithObserver(obs))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,14 +272,16 @@ func checkRandomRun(t *testing.T, seed uint64) {
 // order the scheduler ran them, each parking on its acknowledgement
 // between two sends, which is what let nats.go write every message on its
 // own (docs/performance.md, "Publishing from the dispatcher").
-func TestPublisherSendsInTheOrderHandedOn(t *testing.T) {
+func TestPublisherSendsInTheOrderHandedOn(t *testing.T) { ackRoutes(t, testSendsInTheOrderHandedOn) }
+
+func testSendsInTheOrderHandedOn(t *testing.T, route func(*laneStream) []Option) {
 	fs := newLaneStream(func(*nats.Msg, int) outcome { return outcome{} })
 	var sent []string
 	fs.check = func(_ *laneStream, id string) string {
 		sent = append(sent, id) // under fs.mu
 		return ""
 	}
-	p, err := NewPublisher(fs, WithWindow(512))
+	p, err := NewPublisher(fs, append(route(fs), WithWindow(512))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,4 +301,11 @@ func TestPublisherSendsInTheOrderHandedOn(t *testing.T) {
 			t.Fatalf("attempt %d was %s, want %s (handed on in that order)", i, sent[i], want[i])
 		}
 	}
+}
+
+// ackRoutes runs test twice: with a goroutine per message in flight
+// waiting on its future, and with Acks handing the publisher each outcome.
+func ackRoutes(t *testing.T, test func(t *testing.T, route func(*laneStream) []Option)) {
+	t.Run("futures", func(t *testing.T) { test(t, func(*laneStream) []Option { return nil }) })
+	t.Run("acks", func(t *testing.T) { test(t, func(s *laneStream) []Option { return []Option{s.routed()} }) })
 }

@@ -47,18 +47,11 @@ func (p *Publisher) publish(ctx context.Context, env Envelope, first sent) {
 			finish(env, ErrShutdown)
 			return
 		}
-		p.active()
 		if err == nil {
-			if fence != nil {
-				fence.stored(env.Msg.Subject, ack.Sequence, env.Tombstone)
-			}
-			if p.failing.CompareAndSwap(true, false) {
-				klog.FromContext(ctx).Info("Publishing to JetStream recovered", "subject", env.Msg.Subject, "attempts", attempt+1)
-			}
-			p.opts.observer.Acked(env.Msg, time.Since(s.start), ack.Duplicate)
-			finish(env, nil)
+			p.stored(ctx, env, ack, s.start, attempt+1)
 			return
 		}
+		p.active()
 		if fence != nil && wrongLastSequence(err) {
 			var finished, again bool
 			finished, again, err = p.resolveConflict(ctx, env, s.start, err, &resolved)
@@ -90,6 +83,20 @@ func (p *Publisher) publish(ctx context.Context, env Envelope, first sent) {
 		}
 		backoff = min(backoff*2, p.opts.maxBackoff)
 	}
+}
+
+// stored records that env, sent at start, was stored after attempts
+// attempts, and finishes it.
+func (p *Publisher) stored(ctx context.Context, env Envelope, ack *jetstream.PubAck, start time.Time, attempts int) {
+	p.active()
+	if fence := p.opts.fence; fence != nil {
+		fence.stored(env.Msg.Subject, ack.Sequence, env.Tombstone)
+	}
+	if p.failing.CompareAndSwap(true, false) {
+		klog.FromContext(ctx).Info("Publishing to JetStream recovered", "subject", env.Msg.Subject, "attempts", attempts)
+	}
+	p.opts.observer.Acked(env.Msg, time.Since(start), ack.Duplicate)
+	finish(env, nil)
 }
 
 // resolveConflict asks the fence about err, JetStream's refusal of the

@@ -66,6 +66,7 @@ type options struct {
 	maxBackoff time.Duration
 	observer   Observer
 	fence      *Fence
+	acks       *Acks
 }
 
 // Option configures a Publisher.
@@ -105,6 +106,23 @@ func WithFence(f *Fence) Option {
 	return func(o *options) error { o.fence = f; return nil }
 }
 
+// WithAcks makes a's JetStream hand the publisher each acknowledgement,
+// instead of a goroutine per message in flight waiting for it. The
+// publisher's AsyncPublisher must be that JetStream: one made with
+// a.JetStreamOptions.
+func WithAcks(a *Acks) Option {
+	return func(o *options) error {
+		a.mu.Lock()
+		installed := a.installed
+		a.mu.Unlock()
+		if !installed {
+			return errAcksNotInstalled
+		}
+		o.acks = a
+		return nil
+	}
+}
+
 // Publisher publishes Envelopes to JetStream.
 type Publisher struct {
 	js   AsyncPublisher
@@ -125,7 +143,7 @@ type Publisher struct {
 	created      time.Time
 	lastActivity atomic.Int64
 
-	// lanes counts the goroutines of the subjects with a publish in flight.
+	// lanes counts the subjects with a message in flight or parked.
 	lanes sync.WaitGroup
 
 	mu sync.Mutex
@@ -207,8 +225,9 @@ func (p *Publisher) Publish(ctx context.Context, env Envelope) error {
 // ctx has ended. Like Publish it must not overlap another call of Publish:
 // it waits for the lanes those calls start.
 func (p *Publisher) Drain(ctx context.Context) error {
-	// A subject's lane goroutine runs while the subject has a message in
-	// flight or parked, and a barrier is settled before Publish returns.
+	// A subject's lane is counted while the subject has a message in
+	// flight or parked (whether a goroutine or Acks settle it), and a
+	// barrier is settled before Publish returns.
 	p.lanes.Wait()
 	return ctx.Err()
 }

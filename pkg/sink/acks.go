@@ -1,0 +1,76 @@
+package sink
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// errAcksNotInstalled is WithAcks's error for Acks no JetStream reports to.
+var errAcksNotInstalled = errors.New("sink: the Acks are not installed on a JetStream: pass their JetStreamOptions to jetstream.New")
+
+// Acks hands the outcome of each asynchronous publish to the lane that
+// sent it, on nats.go's acknowledgement goroutine. Without them every
+// message in flight has a goroutine of its own waiting on its future:
+// started when it is sent and woken when it is acknowledged, which on a
+// quiet cluster costs about as much CPU as the publish itself
+// (docs/performance.md, "Acknowledgements without a goroutine each").
+//
+// One Acks serves any number of Publishers on the JetStream it is
+// installed on; publishes it was not told about (a barrier's, the fence's
+// reads) are left to their futures.
+type Acks struct {
+	mu        sync.Mutex
+	waiting   map[*nats.Msg]*lane
+	installed bool
+}
+
+// NewAcks returns Acks to install on a JetStream with JetStreamOptions.
+func NewAcks() *Acks { return &Acks{waiting: map[*nats.Msg]*lane{}} }
+
+// JetStreamOptions are the options that make a JetStream report to a: pass
+// them to jetstream.New, and a to NewPublisher with WithAcks.
+func (a *Acks) JetStreamOptions() []jetstream.JetStreamOpt {
+	a.mu.Lock()
+	a.installed = true
+	a.mu.Unlock()
+	return []jetstream.JetStreamOpt{
+		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, msg *nats.Msg, ack *jetstream.PubAck) { a.acked(msg, ack) }),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, msg *nats.Msg, err error) { a.failed(msg, err) }),
+	}
+}
+
+// acked hands msg's acknowledgement to the lane waiting for it, if any.
+func (a *Acks) acked(msg *nats.Msg, ack *jetstream.PubAck) {
+	if l := a.take(msg); l != nil {
+		l.pub.settled(l, ack, nil)
+	}
+}
+
+// failed hands msg's failure to the lane waiting for it, if any.
+func (a *Acks) failed(msg *nats.Msg, err error) {
+	if l := a.take(msg); l != nil {
+		l.pub.settled(l, nil, err)
+	}
+}
+
+// expect makes msg's outcome go to l.
+func (a *Acks) expect(msg *nats.Msg, l *lane) {
+	a.mu.Lock()
+	a.waiting[msg] = l
+	a.mu.Unlock()
+}
+
+// take returns the lane waiting for msg, once: whoever takes it owns msg's
+// outcome. It returns nil for a message no lane waits for.
+func (a *Acks) take(msg *nats.Msg) *lane {
+	a.mu.Lock()
+	l := a.waiting[msg]
+	if l != nil {
+		delete(a.waiting, msg)
+	}
+	a.mu.Unlock()
+	return l
+}
