@@ -37,22 +37,16 @@ func (a *Acks) JetStreamOptions() []jetstream.JetStreamOpt {
 	a.installed = true
 	a.mu.Unlock()
 	return []jetstream.JetStreamOpt{
-		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, msg *nats.Msg, ack *jetstream.PubAck) { a.acked(msg, ack) }),
-		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, msg *nats.Msg, err error) { a.failed(msg, err) }),
+		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, msg *nats.Msg, ack *jetstream.PubAck) { a.settle(msg, ack, nil) }),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, msg *nats.Msg, err error) { a.settle(msg, nil, err) }),
 	}
 }
 
-// acked hands msg's acknowledgement to the lane waiting for it, if any.
-func (a *Acks) acked(msg *nats.Msg, ack *jetstream.PubAck) {
+// settle hands msg's outcome, its acknowledgement or its failure, to the
+// lane waiting for it, if any.
+func (a *Acks) settle(msg *nats.Msg, ack *jetstream.PubAck, err error) {
 	if l := a.take(msg); l != nil {
-		l.pub.settled(l, ack, nil)
-	}
-}
-
-// failed hands msg's failure to the lane waiting for it, if any.
-func (a *Acks) failed(msg *nats.Msg, err error) {
-	if l := a.take(msg); l != nil {
-		l.pub.settled(l, nil, err)
+		l.pub.settled(l, ack, err)
 	}
 }
 

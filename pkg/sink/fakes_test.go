@@ -85,14 +85,14 @@ func (s *laneStream) PublishMsgAsync(m *nats.Msg, _ ...jetstream.PublishOpt) (je
 		if o.err != nil {
 			f.err <- o.err
 			if s.acks != nil {
-				s.acks.failed(m, o.err)
+				s.acks.settle(m, nil, o.err)
 			}
 			return
 		}
 		ack := &jetstream.PubAck{Stream: "S"}
 		f.ok <- ack
 		if s.acks != nil {
-			s.acks.acked(m, ack)
+			s.acks.settle(m, ack, nil)
 		}
 	}()
 	return f, nil

@@ -84,8 +84,7 @@ func (p *Publisher) runLane(ctx context.Context, l *lane, env Envelope, first se
 	for {
 		p.publish(ctx, env, first)
 		first = sent{}
-		p.track(-1)
-		p.release(1)
+		p.letGo()
 		p.mu.Lock()
 		var more bool
 		if env, more = p.popLocked(l); !more {
@@ -150,8 +149,7 @@ func (p *Publisher) settled(l *lane, ack *jetstream.PubAck, err error) {
 		return
 	}
 	p.stored(l.ctx, env, ack, start, 1)
-	p.track(-1)
-	p.release(1)
+	p.letGo()
 	p.next(l)
 }
 
@@ -167,8 +165,7 @@ func (p *Publisher) abandon(l *lane) {
 	l.inFlight, l.msg = Envelope{}, nil
 	p.mu.Unlock()
 	finish(env, ErrShutdown)
-	p.track(-1)
-	p.release(1)
+	p.letGo()
 	p.next(l)
 }
 
@@ -200,6 +197,13 @@ func (p *Publisher) popLocked(l *lane) (Envelope, bool) {
 	l.parked[0] = Envelope{} // let the sent message be collected
 	l.parked = l.parked[1:]
 	return env, true
+}
+
+// letGo takes a settled message off the books: its slot in the window
+// and its count in InFlight.
+func (p *Publisher) letGo() {
+	p.track(-1)
+	p.release(1)
 }
 
 // newLane returns an idle lane or a new one. Call it with mu held.
