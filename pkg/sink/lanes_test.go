@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -308,4 +309,45 @@ func testSendsInTheOrderHandedOn(t *testing.T, route func(*laneStream) []Option)
 func ackRoutes(t *testing.T, test func(t *testing.T, route func(*laneStream) []Option)) {
 	t.Run("futures", func(t *testing.T) { test(t, func(*laneStream) []Option { return nil }) })
 	t.Run("acks", func(t *testing.T) { test(t, func(s *laneStream) []Option { return []Option{s.routed()} }) })
+}
+
+// A barrier built when it is due (a snapshot's end marker, which counts
+// the items stored) sees every message before it settled: Done has been
+// called for each, not only their acknowledgements received.
+func TestBarrierBuildSeesEveryEarlierDone(t *testing.T) {
+	ackRoutes(t, testBarrierBuildSeesEveryEarlierDone)
+}
+
+func testBarrierBuildSeesEveryEarlierDone(t *testing.T, route func(*laneStream) []Option) {
+	rng := rand.New(rand.NewPCG(7, 42))
+	fs := newLaneStream(func(*nats.Msg, int) outcome {
+		return outcome{delay: time.Duration(rng.IntN(50)) * time.Microsecond}
+	})
+	p, err := NewPublisher(fs, append(route(fs), WithWindow(16))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rounds, messages = 100, 32
+	var done atomic.Int64
+	for r := range rounds {
+		envs := make([]Envelope, 0, messages+1)
+		for i := range messages {
+			// Done takes a while, as the bridge's does (metrics, the
+			// intake): a slot freed before it returns lets the barrier in.
+			envs = append(envs, Envelope{Msg: msg(fmt.Sprintf("s.%d", i), fmt.Sprintf("r%d-m%d", r, i)), Done: func(error) {
+				time.Sleep(20 * time.Microsecond)
+				done.Add(1)
+			}})
+		}
+		want := int64((r + 1) * messages)
+		var seen int64
+		envs = append(envs, Envelope{Barrier: true, Build: func() (*nats.Msg, error) {
+			seen = done.Load()
+			return msg("marker", fmt.Sprintf("r%d-end", r)), nil
+		}})
+		runPublisher(t, p, envs)
+		if seen != want {
+			t.Fatalf("round %d: the barrier was built with %d messages settled, want %d", r, seen, want)
+		}
+	}
 }
