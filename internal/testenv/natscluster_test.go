@@ -45,9 +45,12 @@ func TestNATSClusterPartition(t *testing.T) {
 
 	js0 := jetStreamOn(t, c.Node("n0"))
 	js2 := jetStreamOn(t, c.Node("n2"))
-	if _, err := js0.CreateStream(ctx, jetstream.StreamConfig{Name: "PARTITION", Subjects: []string{"partition.>"}, Replicas: 3}); err != nil {
-		t.Fatal(err)
-	}
+	// Routes up is not yet the meta leader seeing every peer online: until
+	// it does, an R3 stream is refused ("no suitable peers for placement").
+	retry(t, ctx, "create the R3 stream PARTITION", 100*time.Millisecond, func(ctx context.Context) error {
+		_, err := js0.CreateStream(ctx, jetstream.StreamConfig{Name: "PARTITION", Subjects: []string{"partition.>"}, Replicas: 3})
+		return err
+	})
 	for round := range 2 {
 		if err := c.Partition("n2"); err != nil {
 			t.Fatal(err)

@@ -47,9 +47,12 @@ func TestNATSClusterTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "TLS", Subjects: []string{"tls.>"}, Replicas: 3}); err != nil {
-		t.Fatal(err)
-	}
+	// Routes up is not yet the meta leader seeing every peer online: until
+	// it does, an R3 stream is refused ("no suitable peers for placement").
+	retry(t, ctx, "create the R3 stream TLS", 100*time.Millisecond, func(ctx context.Context) error {
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "TLS", Subjects: []string{"tls.>"}, Replicas: 3})
+		return err
+	})
 	retry(t, ctx, "publish to the R3 stream over TLS", 100*time.Millisecond, func(ctx context.Context) error {
 		_, err := js.Publish(ctx, "tls.one", []byte("over TLS"))
 		return err
