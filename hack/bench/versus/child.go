@@ -171,6 +171,11 @@ func (c *childRun) churn(ctx context.Context, st cached, ready time.Duration) er
 	if err := awaitChurn(ctx, st.objects >= 0, &c.events); err != nil {
 		return err
 	}
+	if st.failed != nil {
+		if err := st.failed(); err != nil {
+			return err
+		}
+	}
 	if err := stopProfile(); err != nil {
 		return err
 	}

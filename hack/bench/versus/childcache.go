@@ -26,6 +26,9 @@ type cached struct {
 	gcPercent int
 	// rawPublish is a raw publisher's time to publish its objects.
 	rawPublish time.Duration
+	// failed is an event publisher's first failed publish (typed-publish);
+	// nil for the others.
+	failed func() error
 }
 
 // start brings up what mode row c.kind runs, until it is ready: its cache
@@ -33,7 +36,7 @@ type cached struct {
 // publisher its objects published.
 func (c *childRun) start(ctx context.Context) (cached, error) {
 	st, err := c.startCache(ctx)
-	if err != nil || c.kind.raw == noRaw {
+	if err != nil || c.kind.raw == noRaw || c.kind.raw == rawEvents {
 		return st, err
 	}
 	raw := bridgeChild{kind: c.kind, namespace: c.namespace, natsURL: c.flags.natsURL, stream: c.flags.stream}

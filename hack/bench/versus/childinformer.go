@@ -36,7 +36,16 @@ func (c *childRun) startTyped(ctx context.Context, st *cached) error {
 	}
 	f := kinformers.NewSharedInformerFactoryWithOptions(c.kube.Clients.Typed, 0, opts...)
 	inf := f.Core().V1().ConfigMaps().Informer()
-	n, err := startInformer(ctx, f.Start, inf, c.counter(), c.flags.wait)
+	handler := c.counter()
+	if c.kind.raw == rawEvents {
+		p, closeConn, err := startEventPublisher(ctx, bridgeChild{kind: c.kind, namespace: c.namespace, natsURL: c.flags.natsURL, stream: c.flags.stream}, &c.events)
+		if err != nil {
+			return err
+		}
+		context.AfterFunc(ctx, closeConn)
+		handler, st.failed = p.handler(), p.err
+	}
+	n, err := startInformer(ctx, f.Start, inf, handler, c.flags.wait)
 	st.objects, st.store, st.keep = n, inf.GetStore(), inf
 	return err
 }

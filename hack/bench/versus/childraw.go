@@ -37,15 +37,10 @@ import (
 // without the bridge's pipeline, to tell what the contract costs the
 // server from what the bridge's machinery costs.
 func publishRaw(ctx context.Context, store cache.Store, b bridgeChild, asItems bool) (time.Duration, error) {
-	env, err := b.env()
+	cfg, subjects, err := rawStreamConfig(ctx, b)
 	if err != nil {
 		return 0, err
 	}
-	cfg, err := config.Load(ctx, envconfig.MapLookuper(env))
-	if err != nil {
-		return 0, err
-	}
-	subjects := contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}
 	configMaps := &informers.Resource{GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), Kind: "ConfigMap", Namespaced: true}
 
 	cached := store.List()
@@ -117,4 +112,23 @@ func publishRaw(ctx context.Context, store cache.Store, b bridgeChild, asItems b
 		return 0, fmt.Errorf("stream %s holds %d messages after %d raw publishes", cfg.StreamName, info.State.Msgs, len(msgs))
 	}
 	return took, nil
+}
+
+// configMapType is the ConfigMaps' type, as subjects name it.
+func configMapType() contract.Type {
+	return informers.Resource{GVR: configMaps, Kind: "ConfigMap", Namespaced: true}.Type()
+}
+
+// rawStreamConfig is the configuration a bridge of b would load, and its
+// subjects: a raw publisher's stream is set up as the bridge's.
+func rawStreamConfig(ctx context.Context, b bridgeChild) (*config.Config, contract.Subjects, error) {
+	env, err := b.env()
+	if err != nil {
+		return nil, contract.Subjects{}, err
+	}
+	cfg, err := config.Load(ctx, envconfig.MapLookuper(env))
+	if err != nil {
+		return nil, contract.Subjects{}, err
+	}
+	return cfg, contract.Subjects{Prefix: cfg.SubjectPrefix, Cluster: cfg.ClusterName}, nil
 }

@@ -70,6 +70,14 @@
 // the mean of the publish-raw runs (-modes
 // publish-raw,bridge-typed,publish-raw brackets it).
 //
+// The churn's floor for anything that stores every change in JetStream:
+// typed-publish is the typed informer (with the bridge's transform) whose
+// handler publishes each change's object, marshalled by encoding/json,
+// with nats.go's PublishMsgAsync, each acknowledgement awaited before the
+// churn is measured: one document and one acknowledged publish per event,
+// without the bridge's envelope, old object, intake and fence (-modes
+// typed,typed-publish,bridge-typed,... with -churn).
+//
 // With -churn N, once a child is ready (cache synced; for the bridge, the
 // start-up snapshot stored) the parent makes N changes at -churn-rate per
 // second: -churn-mix lists their kinds, made in equal parts in the order

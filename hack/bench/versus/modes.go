@@ -83,6 +83,10 @@ const (
 	rawObjects
 	// rawItems: the bridge's snapshot item for each object.
 	rawItems
+	// rawEvents: no objects at start; every change after the initial
+	// list, its object as encoding/json writes it, published and
+	// acknowledged (eventPublisher).
+	rawEvents
 )
 
 // floorRole is which comparison a mode is the floor of.
@@ -114,6 +118,8 @@ var modeTable = []modeKind{
 		runs: typedInformer, transform: true, raw: rawObjects, floor: snapshotFloor},
 	{name: "publish-raw-items", label: "informer, then the bridge's snapshot items for its objects published raw",
 		runs: typedInformer, transform: true, raw: rawItems},
+	{name: "typed-publish", label: "typed informer + transform publishing every event's object raw, acknowledged (a publisher's floor)",
+		runs: typedInformer, transform: true, raw: rawEvents},
 	{name: "bridge-typed", label: "bridge, typed path", runs: bridgeTyped},
 	{name: "bridge-dynamic", label: "bridge, dynamic path", runs: bridgeDynamic},
 	{name: "bridge-shard", label: "bridge, typed path, one shard", runs: bridgeTyped, sharded: true},

@@ -114,8 +114,8 @@ func TestEverySuffixOnEveryMode(t *testing.T) {
 	bridges := []string{"bridge-typed", "bridge-dynamic", "bridge-shard", "bridge-crd"}
 	shards := []string{"typed-shard", "bridge-shard"}
 	all := strings.Split(modeNames(), ",")
-	if len(all) != 13 {
-		t.Fatalf("modes %v: this test knows 13", all)
+	if len(all) != 14 {
+		t.Fatalf("modes %v: this test knows 14", all)
 	}
 	for _, name := range all {
 		bridge, sharded := slices.Contains(bridges, name), slices.Contains(shards, name)
@@ -175,11 +175,11 @@ func TestSelectModesDefaultsToEveryMode(t *testing.T) {
 	for _, m := range got {
 		ids, labels = append(ids, m.id()), append(labels, m.label)
 	}
-	want := "baseline,typed,typed-transform,dynamic,dynamic-transform,typed-shard@0/1,publish-raw,publish-raw-items,bridge-typed,bridge-dynamic,bridge-shard@0/1,dynamic-crd,bridge-crd"
+	want := "baseline,typed,typed-transform,dynamic,dynamic-transform,typed-shard@0/1,publish-raw,publish-raw-items,typed-publish,bridge-typed,bridge-dynamic,bridge-shard@0/1,dynamic-crd,bridge-crd"
 	if strings.Join(ids, ",") != want {
 		t.Errorf("ids %s, want %s", strings.Join(ids, ","), want)
 	}
-	if labels[8] != "bridge, typed path" || labels[5] != "typed informer, one shard" {
+	if labels[9] != "bridge, typed path" || labels[5] != "typed informer, one shard" {
 		t.Errorf("labels %q", labels)
 	}
 }
