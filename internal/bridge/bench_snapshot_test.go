@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,21 +65,54 @@ func BenchmarkSnapshot(b *testing.B) {
 // encoded beforehand by the same encoder with the term's header and each
 // expecting its subject to be empty, published with jetstream's async
 // publish from one goroutine to the same kind of stream.
-func BenchmarkRawSnapshotItems(b *testing.B) {
+func BenchmarkRawSnapshotItems(b *testing.B) { rawSnapshotItems(b, false) }
+
+// BenchmarkEncodedSnapshotItems is BenchmarkRawSnapshotItems with each
+// item read from the cache and encoded as it is sent, in the same
+// goroutine: a publisher's floor, which tells what the bridge's intake,
+// order guard, pipeline and settling add to reading, encoding and
+// publishing the items in one loop.
+func BenchmarkEncodedSnapshotItems(b *testing.B) { rawSnapshotItems(b, true) }
+
+func rawSnapshotItems(b *testing.B, encodeAsSent bool) {
 	ctx := context.Background()
 	nc, _, cfg, enc, _ := snapshotStream(b)
 	cache := snapshotCache(b, b.N)
-	msgs := make([]*nats.Msg, 0, b.N)
-	for _, key := range cache.Keys() {
+	keys := cache.Keys()
+	// Encoded as sent, each message's buffers go back to the encoder once
+	// it is stored, as the bridge's do.
+	var mu sync.Mutex
+	unacked := map[*nats.Msg]encode.Encoded{}
+	item := func(key string) *nats.Msg {
 		obj, _ := cache.Get(key)
 		e, err := enc.EncodeWithin(informers.Change{Verb: informers.SnapshotItem, Resource: configMaps, Object: obj, SnapshotID: "bench"}, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
 		e.Msg.Header.Set(sink.HeaderExpectedLastSubjectSequence, "0")
-		msgs = append(msgs, e.Msg)
+		if encodeAsSent {
+			mu.Lock()
+			unacked[e.Msg] = e
+			mu.Unlock()
+		}
+		return e.Msg
 	}
-	ajs, err := jetstream.New(nc)
+	msgs := make([]*nats.Msg, 0, b.N)
+	if !encodeAsSent {
+		for _, key := range keys {
+			msgs = append(msgs, item(key))
+		}
+	}
+	release := func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) {
+		mu.Lock()
+		e, ok := unacked[m]
+		delete(unacked, m)
+		mu.Unlock()
+		if ok {
+			e.Release()
+		}
+	}
+	ajs, err := jetstream.New(nc, jetstream.WithPublishAsyncAckHandler(release))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,9 +128,12 @@ func BenchmarkRawSnapshotItems(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	start, cpuStart := time.Now(), processCPU(b)
-	futures := make([]jetstream.PubAckFuture, len(msgs))
-	for i, m := range msgs {
-		if futures[i], err = ajs.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute)); err != nil {
+	futures := make([]jetstream.PubAckFuture, len(keys))
+	for i, key := range keys {
+		if encodeAsSent {
+			msgs = append(msgs, item(key))
+		}
+		if futures[i], err = ajs.PublishMsgAsync(msgs[i], jetstream.WithStallWait(time.Minute)); err != nil {
 			b.Fatal(err)
 		}
 	}
