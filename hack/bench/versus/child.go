@@ -83,6 +83,7 @@ type childRun struct {
 	peaks *peaks
 	// events counts notifications after the initial list, with -wait
 	// only: a handler would change what the plain informer rows measure.
+	// typed-publish counts its publishes settled instead.
 	events atomic.Int64
 	// namespace and tweak are where the objects are: one namespace, or
 	// all namespaces and the benchmark's label.

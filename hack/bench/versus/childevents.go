@@ -60,6 +60,8 @@ func startEventPublisher(ctx context.Context, b bridgeChild, settled *atomic.Int
 	return p, nc.Close, nil
 }
 
+// fail records err if it is the first failure, and counts its publish
+// as settled: the churn's wait ends, and the run fails with err.
 func (p *eventPublisher) fail(err error) {
 	p.failure.CompareAndSwap(nil, &err)
 	p.settled.Add(1)
@@ -90,6 +92,8 @@ func (p *eventPublisher) handler() cache.ResourceEventHandler {
 	}
 }
 
+// publish sends obj's JSON to its subject; its acknowledgement, or its
+// failure, arrives on the JetStream's handlers.
 func (p *eventPublisher) publish(obj interface{}) {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok {
