@@ -27,6 +27,7 @@ import (
 type eventPublisher struct {
 	js       jetstream.JetStream
 	subjects contract.Subjects
+	typ      contract.Type
 	// settled counts the acknowledgements and failures; failure is the
 	// first failure.
 	settled *atomic.Int64
@@ -40,7 +41,7 @@ func startEventPublisher(ctx context.Context, b bridgeChild, settled *atomic.Int
 	if err != nil {
 		return nil, nil, err
 	}
-	p := &eventPublisher{subjects: subjects, settled: settled}
+	p := &eventPublisher{subjects: subjects, typ: configMapResource().Type(), settled: settled}
 	nc, err := nats.Connect(b.natsURL, nats.Name("versus-typed-publish"))
 	if err != nil {
 		return nil, nil, err
@@ -105,7 +106,7 @@ func (p *eventPublisher) publish(obj interface{}) {
 		p.fail(err)
 		return
 	}
-	m := nats.NewMsg(p.subjects.Object(configMapType(), cm.Namespace, cm.Name))
+	m := nats.NewMsg(p.subjects.Object(p.typ, cm.Namespace, cm.Name))
 	m.Data = data
 	if _, err := p.js.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute)); err != nil {
 		p.fail(fmt.Errorf("publishing %s: %w", m.Subject, err))

@@ -21,6 +21,12 @@ import (
 
 var configMaps = corev1.SchemeGroupVersion.WithResource("configmaps")
 
+// configMapResource is the ConfigMaps as the bridge's informers name a
+// resource type.
+func configMapResource() *informers.Resource {
+	return &informers.Resource{GVR: configMaps, Kind: "ConfigMap", Namespaced: true}
+}
+
 // transform strips what the bridge strips: managed fields and the
 // last-applied annotation.
 func transform() cache.TransformFunc {
@@ -77,7 +83,7 @@ func (c *childRun) startSource(ctx context.Context, st *cached) error {
 		scope = informers.Scope{LabelSelector: benchLabel}
 	}
 	q := countingQueue{events: &c.events, wait: c.flags.wait}
-	src, err := informers.NewSource(c.kube.Clients, &informers.Resource{GVR: configMaps, Kind: "ConfigMap", Namespaced: true}, scope, nil, q, informers.WithOwns(shard.Owner(sh)))
+	src, err := informers.NewSource(c.kube.Clients, configMapResource(), scope, nil, q, informers.WithOwns(shard.Owner(sh)))
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func publishRaw(ctx context.Context, store cache.Store, b bridgeChild, asItems b
 	if err != nil {
 		return 0, err
 	}
-	configMaps := &informers.Resource{GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), Kind: "ConfigMap", Namespaced: true}
+	configMaps := configMapResource()
 
 	cached := store.List()
 	msgs := make([]*nats.Msg, 0, len(cached))
@@ -112,11 +112,6 @@ func publishRaw(ctx context.Context, store cache.Store, b bridgeChild, asItems b
 		return 0, fmt.Errorf("stream %s holds %d messages after %d raw publishes", cfg.StreamName, info.State.Msgs, len(msgs))
 	}
 	return took, nil
-}
-
-// configMapType is the ConfigMaps' type, as subjects name it.
-func configMapType() contract.Type {
-	return informers.Resource{GVR: configMaps, Kind: "ConfigMap", Namespaced: true}.Type()
 }
 
 // rawStreamConfig is the configuration a bridge of b would load, and its
