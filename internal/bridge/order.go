@@ -1,6 +1,8 @@
 package bridge
 
 import (
+	"maps"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
@@ -49,6 +51,20 @@ func (g *orderGuard) of(r *informers.Resource) *typeGuard {
 		g.types[r] = t
 	}
 	return t
+}
+
+// expect makes room for the n objects a snapshot of r listed, before its
+// items come, unless the guard already remembers half as many: a map grown
+// item by item through a start-up snapshot moves every entry each time it
+// doubles (docs/performance.md, §4).
+func (g *orderGuard) expect(r *informers.Resource, n int) {
+	t := g.of(r)
+	if len(t.last) >= n/2 {
+		return
+	}
+	grown := make(map[types.UID]guardEntry, n)
+	maps.Copy(grown, t.last)
+	t.last = grown
 }
 
 // admit reports whether c is to be published, updating what the guard

@@ -151,3 +151,26 @@ func TestOrderGuardResourcesAreIndependent(t *testing.T) {
 		{guardChange(guardCM, informers.Updated, "a", "10"), false},
 	})
 }
+
+// Making room for a snapshot's objects keeps what the guard remembers: an
+// update older than an item handed on before the room was made is still
+// dropped, and the epoch's sweep still sees the entries.
+func TestOrderGuardExpectKeepsWhatItRemembers(t *testing.T) {
+	g := newOrderGuard()
+	runSteps(t, g, []step{
+		{guardChange(guardCM, informers.SnapshotItem, "a", "20"), true},
+		{guardChange(guardCM, informers.Added, "b", "5"), true},
+	})
+	g.expect(guardCM, 1000)
+	runSteps(t, g, []step{
+		{guardMarker(guardCM, informers.SnapshotBegin, "s1", 0), true},
+		{guardChange(guardCM, informers.Updated, "a", "19"), false},
+		{guardChange(guardCM, informers.SnapshotItem, "a", "21"), true},
+		{guardMarker(guardCM, informers.SnapshotEnd, "s1", 1), true},
+	})
+	// b was not touched since the begin: swept; a is remembered.
+	if got := g.size(); got != 1 {
+		t.Errorf("size %d after the snapshot, want 1", got)
+	}
+	runSteps(t, g, []step{{guardChange(guardCM, informers.Updated, "a", "20"), false}})
+}

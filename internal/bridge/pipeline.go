@@ -104,6 +104,7 @@ func (p *pipeline) run(soft, hard context.Context) error {
 			return true
 		}
 		if w.Change.Verb == informers.SnapshotBegin {
+			p.guard.expect(w.Change.Resource, w.Listed)
 			p.items.open(w.Change.SnapshotID)
 		}
 		var slot chan encoded

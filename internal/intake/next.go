@@ -26,6 +26,10 @@ type Work struct {
 	// observed: the start of its lag. Zero for a marker, and for a
 	// snapshot item that stands for no live change.
 	Since time.Time
+	// Listed is, on a snapshot's begin marker, how many objects the cache
+	// listed for it: the number of items to come, less those deleted
+	// meanwhile.
+	Listed int
 	// run is the snapshot the work belongs to, if any.
 	run *snapshotRun
 }

@@ -78,7 +78,7 @@ func (in *Intake) takeSnapshot() (Work, bool) {
 			// Keys are listed when the begin marker is handed on: every
 			// object in the cache now gets an item or a delete after it.
 			run.keys = run.src.Keys()
-			return Work{Change: informers.Change{Verb: informers.SnapshotBegin, Resource: res, Scope: run.scope, SnapshotID: run.id, ObservedAt: in.now()}, run: run}, true
+			return Work{Change: informers.Change{Verb: informers.SnapshotBegin, Resource: res, Scope: run.scope, SnapshotID: run.id, ObservedAt: in.now()}, Listed: len(run.keys), run: run}, true
 		}
 		for run.next < len(run.keys) {
 			key := run.keys[run.next]

@@ -32,6 +32,8 @@ func TestIntakeLiveChangesInterleaveWithSnapshot(t *testing.T) {
 	}
 	if w := take(); w.Change.Verb != informers.SnapshotBegin {
 		t.Fatalf("first %s", w.Change.Verb)
+	} else if w.Listed != len(cache) {
+		t.Fatalf("the begin marker says %d objects listed, want %d", w.Listed, len(cache))
 	}
 	items := 0
 	for round := range 200 {
