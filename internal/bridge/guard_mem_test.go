@@ -32,10 +32,15 @@ var memCM = &informers.Resource{GVR: schema.GroupVersionResource{Version: "v1", 
 //     only the map is the guard's own. This is the steady state: the guard
 //     holds the strings of the last object it admitted, which is the
 //     cache's current one.
+//
 //   - strings=fresh: the objects are garbage once admitted, so the guard
 //     alone keeps their uid and resourceVersion strings alive. This is what
 //     an entry costs while the cache has replaced the object and the guard
 //     has not seen the newer version yet (publishing behind, NATS away).
+//
+//   - room=made: the guard makes room for the n objects first, as it does
+//     at a snapshot's begin (orderGuard.expect), rather than growing as
+//     they come.
 //
 // Two more metrics show what pruning does: pruned-B/object is what stays
 // after a snapshot's sweep forgot every object (a Go map keeps its tables
@@ -45,8 +50,16 @@ var memCM = &informers.Resource{GVR: schema.GroupVersionResource{Version: "v1", 
 // has fresh strings in both variants.
 func BenchmarkGuardMemory(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
-		for _, strs := range []string{"shared", "fresh"} {
-			b.Run(fmt.Sprintf("n=%d/strings=%s", n, strs), func(b *testing.B) {
+		for _, v := range []struct {
+			strs string
+			room bool
+		}{{"shared", false}, {"fresh", false}, {"shared", true}} {
+			strs, room := v.strs, v.room
+			name := fmt.Sprintf("n=%d/strings=%s", n, strs)
+			if room {
+				name += "/room=made"
+			}
+			b.Run(name, func(b *testing.B) {
 				var sum, pruned, churned float64
 				for range b.N {
 					var objs []*corev1.ConfigMap
@@ -65,6 +78,9 @@ func BenchmarkGuardMemory(b *testing.B) {
 					}
 					before := fixtures.LiveHeap()
 					g := newOrderGuard()
+					if room {
+						g.expect(memCM, n)
+					}
 					fill := func(round int) {
 						for i := range n {
 							c := informers.Change{Verb: informers.SnapshotItem, Resource: memCM, Object: object(i, round)}
