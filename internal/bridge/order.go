@@ -35,6 +35,8 @@ type typeGuard struct {
 	// epoch counts this type's snapshot begins; an entry remembers the
 	// epoch it was last touched in.
 	epoch uint32
+	// roomMade is set once expect has made the map for a snapshot.
+	roomMade bool
 }
 
 type guardEntry struct {
@@ -57,11 +59,17 @@ func (g *orderGuard) of(r *informers.Resource) *typeGuard {
 // items come, unless the guard already remembers half as many: a map grown
 // item by item through a start-up snapshot moves every entry each time it
 // doubles (docs/performance.md, §4).
+//
+// It does so once per type. A type with match rules lists every cached
+// object while the guard remembers only those in scope: room made again
+// at every periodic snapshot would be a new map each time, and the old
+// one garbage.
 func (g *orderGuard) expect(r *informers.Resource, n int) {
 	t := g.of(r)
-	if len(t.last) >= n/2 {
+	if t.roomMade || len(t.last) >= n/2 {
 		return
 	}
+	t.roomMade = true
 	grown := make(map[types.UID]guardEntry, n)
 	maps.Copy(grown, t.last)
 	t.last = grown

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -173,4 +174,19 @@ func TestOrderGuardExpectKeepsWhatItRemembers(t *testing.T) {
 		t.Errorf("size %d after the snapshot, want 1", got)
 	}
 	runSteps(t, g, []step{{guardChange(guardCM, informers.Updated, "a", "20"), false}})
+}
+
+// Room is made once per type: a type with match rules lists every cached
+// object at each snapshot while the guard holds only those in scope, and
+// must not get a new map every period.
+func TestOrderGuardMakesRoomOnce(t *testing.T) {
+	g := newOrderGuard()
+	g.expect(guardCM, 1000)
+	g.admit(guardChange(guardCM, informers.SnapshotItem, "in-scope", "5"))
+	first := reflect.ValueOf(g.of(guardCM).last).UnsafePointer()
+	g.expect(guardCM, 1000)
+	if again := reflect.ValueOf(g.of(guardCM).last).UnsafePointer(); again != first {
+		t.Error("a second snapshot of the type made a new map")
+	}
+	runSteps(t, g, []step{{guardChange(guardCM, informers.Updated, "in-scope", "4"), false}})
 }
