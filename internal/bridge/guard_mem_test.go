@@ -28,15 +28,13 @@ var memCM = &informers.Resource{GVR: schema.GroupVersionResource{Version: "v1", 
 // live heap it adds per object.
 //
 //   - strings=shared: the objects stay alive, as the informer cache keeps
-//     them, so the guard's uid key and resourceVersion point into them and
-//     only the map is the guard's own. This is the steady state: the guard
-//     holds the strings of the last object it admitted, which is the
-//     cache's current one.
+//     them. This is the steady state.
 //
-//   - strings=fresh: the objects are garbage once admitted, so the guard
-//     alone keeps their uid and resourceVersion strings alive. This is what
-//     an entry costs while the cache has replaced the object and the guard
-//     has not seen the newer version yet (publishing behind, NATS away).
+//   - strings=fresh: the objects are garbage once admitted, as while the
+//     cache has replaced an object and the guard has not seen the newer
+//     version yet (publishing behind, NATS away). The guard keeps a hash
+//     of the uid and the resourceVersion as a number, no string, so this
+//     must cost what strings=shared does.
 //
 //   - room=made: the guard makes room for the n objects first, as it does
 //     at a snapshot's begin (orderGuard.expect), rather than growing as
@@ -46,8 +44,7 @@ var memCM = &informers.Resource{GVR: schema.GroupVersionResource{Version: "v1", 
 // after a snapshot's sweep forgot every object (a Go map keeps its tables
 // after deletes), churned-B/object what the guard holds after three more
 // rounds of n new uids, each followed by a sweep, then n more new uids.
-// The new uids are new objects, garbage once admitted, so churned-B/object
-// has fresh strings in both variants.
+// The new uids are new objects, garbage once admitted.
 func BenchmarkGuardMemory(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		for _, v := range []struct {

@@ -190,3 +190,26 @@ func TestOrderGuardMakesRoomOnce(t *testing.T) {
 	}
 	runSteps(t, g, []step{{guardChange(guardCM, informers.Updated, "in-scope", "4"), false}})
 }
+
+// The guard compares resourceVersions as the apiserver's comparison does
+// (resourceversion.CompareResourceVersion) and admits what it would refuse
+// to compare.
+func TestResourceVersionNumber(t *testing.T) {
+	for rv, want := range map[string]uint64{
+		"1": 1, "123456789": 123456789, "18446744073709551615": 1<<64 - 1,
+		"": 0, "0": 0, "07": 0, "-3": 0, "+3": 0, "1e3": 0, "opaque": 0,
+		"18446744073709551616": 0, // beyond 64 bits
+	} {
+		if got := resourceVersionNumber(rv); got != want {
+			t.Errorf("resourceVersionNumber(%q) = %d, want %d", rv, got, want)
+		}
+	}
+	g := newOrderGuard()
+	runSteps(t, g, []step{
+		{guardChange(guardCM, informers.Updated, "a", "10"), true},
+		// Leading zeros: not comparable, so admitted.
+		{guardChange(guardCM, informers.Updated, "a", "07"), true},
+		{guardChange(guardCM, informers.Updated, "a", "9"), true},
+		{guardChange(guardCM, informers.Updated, "a", "8"), false},
+	})
+}
