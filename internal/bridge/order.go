@@ -96,9 +96,9 @@ func (g *orderGuard) admit(c *informers.Change) bool {
 		t.epoch++
 		return true
 	case informers.SnapshotEnd:
-		for uid, e := range t.last {
+		for key, e := range t.last {
 			if e.epoch != t.epoch {
-				delete(t.last, uid)
+				delete(t.last, key)
 			}
 		}
 		return true
