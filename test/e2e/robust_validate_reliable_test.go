@@ -143,6 +143,8 @@ func (r *valRun) account(o *valObject, changes []valChange, episodes []valEpisod
 		return &t.unseen
 	case next < 0 && !c.exit && r.heldBack(o, c):
 		return &t.heldBack
+	case next < 0 && c.exit && r.returnedUnseen(o, changes, k):
+		return &t.relisted
 	case next < 0:
 		return &t.lost
 	case c.exit && isFinalStateUnknown(r.msgs[o.msgs[next]]):
@@ -159,6 +161,19 @@ func (r *valRun) account(o *valObject, changes []valChange, episodes []valEpisod
 		return &t.relisted
 	}
 	return &t.lost
+}
+
+// returnedUnseen tells whether exit k and the object's return to scope
+// right after it were both made while the bridges were blind, the return
+// leaving the object as last published but for its resourceVersion: the
+// relist showed the bridge an update of an object in scope that its rules
+// do not publish (§11, §13), and never the exit.
+func (r *valRun) returnedUnseen(o *valObject, changes []valChange, k int) bool {
+	if k+1 >= len(changes) {
+		return false
+	}
+	back := changes[k+1]
+	return !back.exit && r.madeBlind(o.typ, o.versions[changes[k].v].at) && r.madeBlind(o.typ, o.versions[back.v].at) && r.heldBack(o, back)
 }
 
 // madeBlind tells whether a version of type typ seen at at was made while

@@ -308,6 +308,33 @@ func TestValidateRelistGap(t *testing.T) {
 	}
 }
 
+// TestValidateRelistMissesALeaveAndReturn: an object leaves the scope and
+// comes back as it was while the bridge cannot watch. Its relist shows it
+// in scope as last published, an update the rules do not publish: the
+// leave is lost to validateStream, and missed by a relist when
+// validateStreamBlind is told when that was.
+func TestValidateRelistMissesALeaveAndReturn(t *testing.T) {
+	s := valCorrectScenario(t)
+	blind := blindSpan{start: s.tick()}
+	s.update("h", setMetaField("labels", valOut, "x"))
+	s.wait(time.Second)
+	s.update("h", func(obj map[string]any) {
+		obj["metadata"].(map[string]any)["labels"] = nil // as h was created: back as it was
+	})
+	blind.end = s.tick()
+	msgs := s.build()
+	got := validateStream(msgs, &s.hist, s.rules)
+	if len(got) != 1 || got[0].check != "reliable" || got[0].uid != s.uidOf("h") || !strings.Contains(got[0].detail, "out of scope") {
+		t.Errorf("without the blind span, want h's leave lost; got:%s", valListed(got))
+	}
+	if got := validateStreamBlind(msgs, &s.hist, s.rules, []blindSpan{blind}); len(got) != 0 {
+		t.Errorf("with the blind span, want no violation; got:%s", valListed(got))
+	}
+	if n := reliableTallies(msgs, &s.hist, s.rules, []blindSpan{blind})[valCM].relisted; n != 1 {
+		t.Errorf("%d changes missed by a relist, want 1", n)
+	}
+}
+
 // TestValidateChangesBeforeTheFirstTerm: the traffic starts before the
 // first leader publishes, and a leader may die before its start-up
 // snapshot reaches an object: the changes made before its term began are
