@@ -308,3 +308,40 @@ func TestSnapshotterRetriesAFailedSnapshot(t *testing.T) {
 		t.Errorf("%d snapshots begun, want 3 (two refused ends, then one stored)", begins)
 	}
 }
+
+// The run loop asks the order guard: an update the informer's handler
+// delivers after a snapshot item of a newer version (the cache runs ahead
+// of the handlers) is not published, and counted as superseded; the next
+// newer one is.
+func TestPipelineDropsAnUpdateOlderThanAnItem(t *testing.T) {
+	stream := &recordingStream{}
+	m := metrics.New()
+	pb, stop := runPublishing(t, testConfig(t, nil), stream, publishingDeps{metrics: m})
+	ended := pb.markers.expect("s1")
+	pb.intake.RequestSnapshot(configMaps, fixtures.MapCache{"ns/a": testCM("ns", "a", "20")}, informers.Scope{}, "s1")
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("end marker not stored")
+	}
+	pb.intake.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: testCM("ns", "a", "19"), OldObject: testCM("ns", "a", "18")})
+	// Handed on alone, not merged into the next.
+	for deadline := time.Now().Add(5 * time.Second); pb.intake.PendingObjects() > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	pb.intake.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: testCM("ns", "a", "21"), OldObject: testCM("ns", "a", "20")})
+	stop()
+	subject := testSubjects.Object(configMaps.Type(), "ns", "a")
+	var rvs []string
+	for _, msg := range stream.messages() {
+		if msg.Subject == subject {
+			rvs = append(rvs, msg.Header.Get("ce-"+contract.ExtResourceVersion))
+		}
+	}
+	if want := []string{"20", "21"}; !slices.Equal(rvs, want) {
+		t.Errorf("published resourceVersions %q of ns/a, want %q: the item, then only the newer update", rvs, want)
+	}
+	if got := counterValue(t, m.EventsSuperseded.WithLabelValues(configMaps.String())); got != 1 {
+		t.Errorf("superseded %v, want 1", got)
+	}
+}
