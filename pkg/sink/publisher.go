@@ -153,6 +153,9 @@ type Publisher struct {
 	// idle holds lanes no subject uses, for the next to reuse: at most
 	// one per window slot.
 	idle []*lane
+	// watched is the context the publisher watches for its lanes (see
+	// watchLocked); nil until the first lane routed through Acks.
+	watched context.Context
 }
 
 // NewPublisher returns a Publisher on js.

@@ -1,0 +1,69 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// The publisher watches one context for all its lanes; a message published
+// under another context is still given up when that context ends, while
+// the first one lives on.
+func TestPublisherGivesUpUnderASecondContext(t *testing.T) {
+	ackRoutes(t, testGivesUpUnderASecondContext)
+}
+
+func testGivesUpUnderASecondContext(t *testing.T, route func(*laneStream) []Option) {
+	never := make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	fs := newLaneStream(func(m *nats.Msg, _ int) outcome {
+		if m.Subject == "A" {
+			return outcome{hold: never}
+		}
+		return outcome{}
+	})
+	p, err := NewPublisher(fs, append(route(fs), WithWindow(8))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := newDoneLog()
+	first, cancelFirst := context.WithCancel(context.Background())
+	defer cancelFirst()
+	if err := p.Publish(first, done.envelope("B", "B0")); err != nil {
+		t.Fatal(err)
+	}
+	second, cancelSecond := context.WithCancel(context.Background())
+	for _, id := range []string{"A0", "A1"} {
+		if err := p.Publish(second, done.envelope("A", id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return done.ackedNil("B0") && fs.attemptsOf("A0") == 1, nil
+	}); err != nil {
+		t.Fatalf("gave up waiting for 20s until B0 acknowledged and A0 sent: B0 acknowledged %v, A0 attempted %d times", done.ackedNil("B0"), fs.attemptsOf("A0"))
+	}
+	cancelSecond()
+	drained := make(chan error, 1)
+	go func() { drained <- p.Drain(first) }()
+	select {
+	case err := <-drained:
+		if err != nil {
+			t.Errorf("Drain under the live context returned %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("A's messages still pending 20s after their context ended, with A0's acknowledgement never coming")
+	}
+	for _, id := range []string{"A0", "A1"} {
+		if problem, err := done.result(id); problem != "" || !errors.Is(err, ErrShutdown) {
+			t.Errorf("%s: got %v %s, want ErrShutdown once", id, err, problem)
+		}
+	}
+	if problem, err := done.result("B0"); problem != "" || err != nil {
+		t.Errorf("B0: got %v %s, want stored once", err, problem)
+	}
+}
