@@ -3,8 +3,6 @@ package bridge
 import (
 	"context"
 	"sync"
-
-	"github.com/nats-io/nats.go"
 )
 
 // byteBudget bounds the bytes of encoded messages between the encoders and
@@ -68,20 +66,4 @@ func (b *byteBudget) inUse() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.used
-}
-
-// msgBytes is what a message holds in memory: its data buffer (its
-// capacity: the encoder sizes buffers ahead, so they are larger than the
-// data) and headers.
-func msgBytes(m *nats.Msg) int64 {
-	if m == nil {
-		return 0
-	}
-	n := len(m.Subject) + cap(m.Data)
-	for k, vs := range m.Header {
-		for _, v := range vs {
-			n += len(k) + len(v)
-		}
-	}
-	return int64(n)
 }

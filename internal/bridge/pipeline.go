@@ -186,7 +186,7 @@ func (p *pipeline) collect(hard context.Context, ordered <-chan chan encoded, fr
 		if e.env.Msg == nil && e.env.Build == nil {
 			continue
 		}
-		n, err := p.budget.acquire(hard, msgBytes(e.env.Msg))
+		n, err := p.budget.acquire(hard, e.f.enc.Size())
 		if err != nil {
 			finishEnvelope(e.env, sink.ErrShutdown)
 			return

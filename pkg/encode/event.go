@@ -96,6 +96,22 @@ type Encoded struct {
 // held for small events.
 const maxPooledBuffer = 256 << 10
 
+// Size is what the message holds in memory: its subject, its payload's
+// buffer (its capacity: buffers are sized ahead, so they are larger than
+// the payload) and its headers' keys and values; 0 for no message. It is
+// what a byte budget on encoded events counts. Headers added to Msg after
+// it was encoded are not counted.
+func (m Encoded) Size() int64 {
+	if m.m == nil {
+		return 0
+	}
+	n := len(m.Msg.Subject) + m.m.lineBytes
+	if m.buf != nil {
+		n += m.buf.Cap()
+	}
+	return int64(n)
+}
+
 // Release hands the message, its headers and its payload's buffer back to
 // the encoder that made them, for a later event to reuse, saving the
 // allocations of its headers and one of the event's size. Call it at most
@@ -121,7 +137,7 @@ func (e *Encoder) EncodeWithin(c informers.Change, maxPayload int) (Encoded, err
 	if err != nil {
 		return Encoded{}, err
 	}
-	if maxPayload <= 0 || wireSize(enc.Msg) <= maxPayload || c.Verb.IsMarker() {
+	if maxPayload <= 0 || enc.m.wireSize() <= maxPayload || c.Verb.IsMarker() {
 		return enc, nil
 	}
 	enc.Release()
@@ -136,7 +152,7 @@ func (e *Encoder) EncodeTruncated(c informers.Change, maxPayload int) (Encoded, 
 	if err != nil {
 		return Encoded{}, err
 	}
-	if size := wireSize(enc.Msg); maxPayload > 0 && size > maxPayload {
+	if size := enc.m.wireSize(); maxPayload > 0 && size > maxPayload {
 		err := fmt.Errorf("%w: %s (%d bytes, limit %d)", ErrTooLarge, enc.Msg.Subject, size, maxPayload)
 		enc.Release()
 		return Encoded{}, err
