@@ -36,7 +36,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	cache := snapshotCache(b, b.N)
 	m := metrics.New()
 	js, acks := bridgeJetStream(b, cfg, nc)
-	deps := publishingDeps{acks: acks, metrics: m, fence: fence, encoder: enc, maxPayload: func() int { return int(nc.MaxPayload()) }}
+	deps := publishingDeps{acks: acks, metrics: m, fence: fence, encoder: enc, maxPayload: bridgeLimits(b, nc, js, cfg)}
 	pb, stop := runPublishing(b, cfg, js, deps)
 	defer stop()
 	b.ReportAllocs()

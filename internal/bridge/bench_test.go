@@ -194,6 +194,22 @@ func benchStream(b *testing.B, js jetstream.JetStream, cfg *config.Config, fence
 	return stream, &encode.Encoder{Subjects: subjects, Term: fence.Term()}, fence
 }
 
+// bridgeLimits is the bridge's reading of the largest message it may
+// publish on cfg's stream (streamLimits), which the benchmarks' pipelines
+// pay for as the bridge's does.
+func bridgeLimits(b *testing.B, nc *nats.Conn, js jetstream.JetStream, cfg *config.Config) func() int {
+	ctx := context.Background()
+	s, err := js.Stream(ctx, cfg.StreamName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return newStreamLimits(nc, js, info).maxPayload
+}
+
 // bridgeJetStream is nc's JetStream as the bridge makes it for cfg, with
 // the Acks its publisher is given.
 func bridgeJetStream(b *testing.B, cfg *config.Config, nc *nats.Conn) (jetstream.JetStream, *sink.Acks) {
@@ -242,7 +258,7 @@ func benchPipeline(b *testing.B, url, storage string, replicas int, fenced, type
 	}
 	m := metrics.New()
 	pjs, acks := bridgeJetStream(b, cfg, nc)
-	deps := publishingDeps{acks: acks, metrics: m, encoder: enc, fence: fence, maxPayload: func() int { return int(nc.MaxPayload()) }}
+	deps := publishingDeps{acks: acks, metrics: m, encoder: enc, fence: fence, maxPayload: bridgeLimits(b, nc, pjs, cfg)}
 	pb, stop := runPublishing(b, cfg, pjs, deps)
 	in := pb.intake
 	published := func() int64 { return int64(metrics.Total(m.EventsPublished)) }
