@@ -160,12 +160,15 @@ func (p *Publisher) settled(l *lane, ack *jetstream.PubAck, err error) {
 // three allocations per message of a snapshot, and a publisher's calls
 // share one context (the bridge's always do). Call it with mu held.
 func (p *Publisher) watchLocked(ctx context.Context, l *lane) func() bool {
-	// A context of a type that cannot be compared gets a watch per lane.
-	if p.watched == nil && reflect.TypeOf(ctx).Comparable() {
+	// Only a context that is a pointer (as the context package's
+	// cancellable ones are) is shared: comparing a struct can panic, when
+	// a field holds a value that cannot be compared. Others get a watch
+	// per lane.
+	if p.watched == nil && reflect.TypeOf(ctx).Kind() == reflect.Pointer {
 		p.watched = ctx
 		context.AfterFunc(ctx, p.abandonEnded)
 	}
-	// p.watched's type is comparable, so this cannot panic.
+	// p.watched is a pointer, so this cannot panic.
 	if p.watched == ctx {
 		return nil
 	}

@@ -67,3 +67,39 @@ func testGivesUpUnderASecondContext(t *testing.T, route func(*laneStream) []Opti
 		t.Errorf("B0: got %v %s, want stored once", err, problem)
 	}
 }
+
+// taggedCtx is a context that cannot be compared: it holds a slice.
+type taggedCtx struct {
+	context.Context
+	tags []string
+}
+
+// A context the publisher cannot compare safely is not shared: two
+// contexts that would panic when compared (context.WithoutCancel of a
+// context holding a slice) publish side by side.
+func TestPublisherTakesContextsItCannotCompare(t *testing.T) {
+	ackRoutes(t, testTakesContextsItCannotCompare)
+}
+
+func testTakesContextsItCannotCompare(t *testing.T, route func(*laneStream) []Option) {
+	fs := newLaneStream(func(*nats.Msg, int) outcome { return outcome{} })
+	p, err := NewPublisher(fs, append(route(fs), WithWindow(8))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := newDoneLog()
+	for i, id := range []string{"A0", "B0"} {
+		ctx := context.WithoutCancel(taggedCtx{Context: context.Background(), tags: []string{id}})
+		if err := p.Publish(ctx, done.envelope(id[:1], id)); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+	}
+	if err := p.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"A0", "B0"} {
+		if problem, err := done.result(id); problem != "" || err != nil {
+			t.Errorf("%s: got %v %s, want stored once", id, err, problem)
+		}
+	}
+}
