@@ -290,36 +290,6 @@ func TestTruncated(t *testing.T) {
 	}
 }
 
-// TestTruncationBoundary: a message of exactly MaxPayload goes out whole,
-// one byte less truncates it.
-func TestTruncationBoundary(t *testing.T) {
-	c := findCase(t, "added-configmap").change(t)
-	whole, err := newEncoder(0).Encode(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	size := natsPayloadSize(whole.Msg)
-
-	enc, err := newEncoder(size).Encode(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if enc.Truncated || !bytes.Equal(enc.Msg.Data, whole.Msg.Data) {
-		t.Errorf("MaxPayload=%d (the exact size): truncated=%v", size, enc.Truncated)
-	}
-
-	enc, err = newEncoder(size - 1).Encode(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !enc.Truncated {
-		t.Errorf("MaxPayload=%d (one below the size): not truncated", size-1)
-	}
-	if n := natsPayloadSize(enc.Msg); n > size-1 {
-		t.Errorf("truncated message is %d bytes, limit %d", n, size-1)
-	}
-}
-
 func TestTooLarge(t *testing.T) {
 	c := findCase(t, "updated-truncated").change(t)
 	enc, err := newEncoder(100).Encode(c)

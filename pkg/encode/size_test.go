@@ -11,8 +11,9 @@ import (
 // The encoder counts a message's headers as it sets them rather than
 // walking them to size it. For every case, and for a message reused after
 // Release: the payload limit falls exactly where nats.go's own count of
-// the message puts it, and Size is the subject, the payload's buffer and
-// the headers' keys and values.
+// the message puts it (whole at its size, truncated to fit one byte
+// below), and Size is the subject, the payload's buffer and the headers'
+// keys and values.
 func TestEncodedSizesMatchTheHeaders(t *testing.T) {
 	for _, tc := range encodeCases() {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,6 +49,14 @@ func TestEncodedSizesMatchTheHeaders(t *testing.T) {
 			}
 			below, err := e.EncodeWithin(c, size-1)
 			if errors.Is(err, encode.ErrTooLarge) {
+				// Right only when even its truncated form is over the limit.
+				short, err := e.EncodeTruncated(c, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := natsPayloadSize(short.Msg); n <= size-1 {
+					t.Errorf("within %d: too large, yet its truncated form is %d bytes", size-1, n)
+				}
 				return
 			}
 			if err != nil {
