@@ -43,6 +43,17 @@ func newLaneStream(behave func(m *nats.Msg, attempt int) outcome) *laneStream {
 	return &laneStream{behave: behave, attempts: map[string]int{}, storedSet: map[string]bool{}, bySubject: map[string]int{}}
 }
 
+// holdingStream is a laneStream that stores every message at once except
+// those on subject, whose acknowledgements wait until hold is closed.
+func holdingStream(subject string, hold <-chan struct{}) *laneStream {
+	return newLaneStream(func(m *nats.Msg, _ int) outcome {
+		if m.Subject == subject {
+			return outcome{hold: hold}
+		}
+		return outcome{}
+	})
+}
+
 func (s *laneStream) PublishMsgAsync(m *nats.Msg, _ ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
 	id := m.Header.Get(jetstream.MsgIDHeader)
 	s.mu.Lock()

@@ -23,12 +23,7 @@ func TestPublisherNoHeadOfLineBlocking(t *testing.T) { ackRoutes(t, testNoHeadOf
 
 func testNoHeadOfLineBlocking(t *testing.T, route func(*laneStream) []Option) {
 	release := make(chan struct{})
-	fs := newLaneStream(func(m *nats.Msg, _ int) outcome {
-		if m.Subject == "A" {
-			return outcome{hold: release}
-		}
-		return outcome{}
-	})
+	fs := holdingStream("A", release)
 	p, err := NewPublisher(fs, append(route(fs), WithWindow(64))...)
 	if err != nil {
 		t.Fatal(err)
@@ -91,12 +86,7 @@ func TestPublisherShutdownGivesUpParked(t *testing.T) { ackRoutes(t, testShutdow
 func testShutdownGivesUpParked(t *testing.T, route func(*laneStream) []Option) {
 	never := make(chan struct{})
 	t.Cleanup(func() { close(never) })
-	fs := newLaneStream(func(m *nats.Msg, _ int) outcome {
-		if m.Subject == "A" {
-			return outcome{hold: never}
-		}
-		return outcome{}
-	})
+	fs := holdingStream("A", never)
 	p, _ := NewPublisher(fs, append(route(fs), WithWindow(8))...)
 	done := newDoneLog()
 	in := make(chan Envelope, 8)

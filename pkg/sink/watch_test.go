@@ -20,12 +20,7 @@ func TestPublisherGivesUpUnderASecondContext(t *testing.T) {
 func testGivesUpUnderASecondContext(t *testing.T, route func(*laneStream) []Option) {
 	never := make(chan struct{})
 	t.Cleanup(func() { close(never) })
-	fs := newLaneStream(func(m *nats.Msg, _ int) outcome {
-		if m.Subject == "A" {
-			return outcome{hold: never}
-		}
-		return outcome{}
-	})
+	fs := holdingStream("A", never)
 	p, err := NewPublisher(fs, append(route(fs), WithWindow(8))...)
 	if err != nil {
 		t.Fatal(err)
