@@ -92,6 +92,21 @@ var noReports = intake.Reports{Coalesced: func(*informers.Resource, int) {}, Unk
 
 // runPublishing starts the intake-to-JetStream half on js and stops it when
 // the test ends.
+// snapshotEnded requests a snapshot of cache's ConfigMaps under id and
+// returns its end marker's outcome, failing t if none comes in 10s.
+func snapshotEnded(t *testing.T, pb *publishing, cache fixtures.MapCache, id string) markerResult {
+	t.Helper()
+	ended := pb.markers.expect(id)
+	pb.intake.RequestSnapshot(configMaps, cache, informers.Scope{}, id)
+	select {
+	case r := <-ended:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatalf("end marker of %s not stored", id)
+		return markerResult{}
+	}
+}
+
 func runPublishing(t testing.TB, cfg *config.Config, js sink.AsyncPublisher, d publishingDeps) (*publishing, func()) {
 	t.Helper()
 	return runPublishingIn(context.Background(), t, cfg, js, d)
@@ -161,18 +176,12 @@ func TestSnapshotEndCountsStoredItems(t *testing.T) {
 		cache["ns/"+name] = testCM("ns", name, "10")
 	}
 	for _, id := range []string{"s1", "s2"} {
-		ended := pb.markers.expect(id)
-		pb.intake.RequestSnapshot(configMaps, cache, informers.Scope{}, id)
-		select {
-		case r := <-ended:
-			if r.err != nil {
-				t.Fatal(r.err)
-			}
-			if r.stored != 3 {
-				t.Errorf("snapshot %s: stored %d items, want 3 (a, big truncated, b)", id, r.stored)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("end marker of %s not stored", id)
+		r := snapshotEnded(t, pb, cache, id)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.stored != 3 {
+			t.Errorf("snapshot %s: stored %d items, want 3 (a, big truncated, b)", id, r.stored)
 		}
 	}
 	stop()
@@ -221,13 +230,7 @@ func TestPublishedLoggedAtV6(t *testing.T) {
 	stream := &recordingStream{}
 	pb, stop := runPublishingIn(klog.NewContext(context.Background(), logger), t, testConfig(t, nil), stream, publishingDeps{})
 	pb.intake.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: testCM("ns", "a", "7"), OldObject: testCM("ns", "a", "6")})
-	ended := pb.markers.expect("s1")
-	pb.intake.RequestSnapshot(configMaps, fixtures.MapCache{"ns/b": testCM("ns", "b", "8")}, informers.Scope{}, "s1")
-	select {
-	case <-ended:
-	case <-time.After(10 * time.Second):
-		t.Fatal("end marker not stored")
-	}
+	snapshotEnded(t, pb, fixtures.MapCache{"ns/b": testCM("ns", "b", "8")}, "s1")
 	stop()
 	var published []string
 	for _, l := range logged.all() {
@@ -317,13 +320,7 @@ func TestPipelineDropsAnUpdateOlderThanAnItem(t *testing.T) {
 	stream := &recordingStream{}
 	m := metrics.New()
 	pb, stop := runPublishing(t, testConfig(t, nil), stream, publishingDeps{metrics: m})
-	ended := pb.markers.expect("s1")
-	pb.intake.RequestSnapshot(configMaps, fixtures.MapCache{"ns/a": testCM("ns", "a", "20")}, informers.Scope{}, "s1")
-	select {
-	case <-ended:
-	case <-time.After(10 * time.Second):
-		t.Fatal("end marker not stored")
-	}
+	snapshotEnded(t, pb, fixtures.MapCache{"ns/a": testCM("ns", "a", "20")}, "s1")
 	pb.intake.Add(informers.Change{Verb: informers.Updated, Resource: configMaps, Object: testCM("ns", "a", "19"), OldObject: testCM("ns", "a", "18")})
 	// Handed on alone, not merged into the next.
 	for deadline := time.Now().Add(5 * time.Second); pb.intake.PendingObjects() > 0 && time.Now().Before(deadline); {
