@@ -3,11 +3,16 @@ package sink
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kubebridge/kubebridge/internal/natstest"
+	"github.com/kubebridge/kubebridge/internal/netproxy"
 )
 
 // The publisher watches one context for all its lanes; a message published
@@ -95,6 +100,67 @@ func testTakesContextsItCannotCompare(t *testing.T, route func(*laneStream) []Op
 	for _, id := range []string{"A0", "B0"} {
 		if problem, err := done.result(id); problem != "" || err != nil {
 			t.Errorf("%s: got %v %s, want stored once", id, err, problem)
+		}
+	}
+}
+
+// On a real nats-server whose link to the publisher freezes, so that no
+// acknowledgement comes back: once the context ends, every message in
+// flight or parked is given up, and Drain returns, without waiting for an
+// acknowledgement (the JetStream here has no ack timeout).
+func TestPublisherGivesUpOnAFrozenLink(t *testing.T) { jsRoutes(t, testGivesUpOnAFrozenLink) }
+
+func testGivesUpOnAFrozenLink(t *testing.T, route jsRoute) {
+	s := startServer(t, true)
+	proxy, err := netproxy.New(strings.TrimPrefix(s.ClientURL(), "nats://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	nc, err := Connect(context.Background(), "nats://"+proxy.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js := natstest.JetStreamOf(t, nc)
+	if _, err := EnsureStream(context.Background(), js, jetstream.StreamConfig{Name: "KB", Subjects: []string{"kb.>"}}, "kb.>"); err != nil {
+		t.Fatal(err)
+	}
+	pjs, opts := route(t, js)
+	p, err := NewPublisher(pjs, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := newDoneLog()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := p.Publish(ctx, done.envelope("kb.a", "a0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return done.ackedNil("a0"), nil
+	}); err != nil {
+		t.Fatal("a0 not stored in 20s")
+	}
+	proxy.Pause()
+	t.Cleanup(proxy.Resume)
+	frozen := []string{"b0", "b1", "c0"}
+	for _, id := range frozen {
+		if err := p.Publish(ctx, done.envelope("kb."+id[:1], id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	drained := make(chan error, 1)
+	go func() { drained <- p.Drain(ctx) }()
+	select {
+	case <-drained:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Drain had not returned 20s after the context ended, with the link frozen")
+	}
+	for _, id := range frozen {
+		if problem, err := done.result(id); problem != "" || !errors.Is(err, ErrShutdown) {
+			t.Errorf("%s: got %v %s, want ErrShutdown once", id, err, problem)
 		}
 	}
 }
