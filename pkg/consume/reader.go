@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,10 +23,13 @@ var (
 )
 
 // reader delivers the messages of one plain pull consumer in stream order.
-// An ephemeral consumer the server lost (a restart of a server with memory
-// storage, an inactivity timeout while disconnected) is recreated from the
-// sequence after the last message delivered, when resume is set; a
-// durable one from the sequence after the last acknowledged.
+// An ephemeral consumer the server lost (a restart of the server, which
+// holds its state in memory; an inactivity timeout while disconnected) is
+// recreated from the sequence after the last message delivered, when
+// resume is set; a durable one from the sequence after the last
+// acknowledged. So is an ephemeral consumer whose connection reconnected:
+// it acknowledges nothing, so what the server wrote into the lost link
+// would never come again.
 type reader struct {
 	js     jetstream.JetStream
 	stream string
@@ -48,6 +52,10 @@ type reader struct {
 	// created; stall overrides stallAfter (tests).
 	lastMsgAt time.Time
 	stall     time.Duration
+	// relinked is set, and the pull stopped, when the connection
+	// reconnected under an ephemeral consumer; unwatch ends that watch.
+	relinked atomic.Bool
+	unwatch  func()
 }
 
 func (r *reader) durable() bool { return r.cfg.Durable != "" }
@@ -69,7 +77,53 @@ func (r *reader) open(ctx context.Context) error {
 	if r.it, err = r.cons.Messages(jetstream.WithMessagesErrOnMissingHeartbeat(true)); err != nil {
 		return fmt.Errorf("consume: pull from %s: %w", r.stream, err)
 	}
+	if !r.durable() {
+		r.unwatch = watchRelink(r.js.Conn(), r.it, &r.relinked)
+	}
 	return nil
+}
+
+// watchRelink stops it and sets relinked when nc reconnects. It is how a
+// reader of an ephemeral consumer learns at once that the server may have
+// lost the consumer with its memory, or written messages into the lost
+// link (as nats.go's ordered consumer recreates itself on a reconnect);
+// the pull's heartbeats would tell only after twice their interval, 30 s.
+func watchRelink(nc *nats.Conn, it jetstream.MessagesContext, relinked *atomic.Bool) (stop func()) {
+	status := nc.StatusChanged(nats.RECONNECTING, nats.CONNECTED)
+	done := make(chan struct{})
+	go func() {
+		down := false
+		for {
+			select {
+			case s, ok := <-status:
+				if !ok {
+					return
+				}
+				if s == nats.RECONNECTING {
+					down = true
+				} else if down {
+					relinked.Store(true)
+					it.Stop()
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		nc.RemoveStatusListener(status)
+	}
+}
+
+// stopPull stops pulling and the watch for a reconnect.
+func (r *reader) stopPull() {
+	if r.unwatch != nil {
+		r.unwatch()
+		r.unwatch = nil
+	}
+	r.it.Stop()
 }
 
 // msg is one delivered message with its metadata.
@@ -111,6 +165,12 @@ func (r *reader) next(ctx context.Context, wait time.Duration) (msg, error) {
 		}
 		if wait > 0 && errors.Is(err, context.DeadlineExceeded) {
 			return msg{}, nil
+		}
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) && r.relinked.Swap(false) {
+			// The consumer may live on: it goes, as the one made again
+			// starts where this reader stands.
+			r.cons.Delete(ctx)
+			err = fmt.Errorf("%w: the connection reconnected", jetstream.ErrConsumerDeleted)
 		}
 		if errors.Is(err, jetstream.ErrNoHeartbeat) {
 			// The server went quiet: the consumer may be gone with it.
@@ -183,7 +243,7 @@ func (r *reader) recreate(ctx context.Context) error {
 		r.cfg.DeliverPolicy, r.cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from+1
 	}
 	klog.FromContext(ctx).Info("Consumer lost; creating it again", "stream", r.stream, "fromSeq", from+1, "durable", r.cfg.Durable)
-	r.it.Stop()
+	r.stopPull()
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		err := r.open(ctx)
 		if err == nil {
@@ -274,6 +334,6 @@ func (r *reader) close(ctx context.Context) {
 		return
 	}
 	r.handBack()
-	r.it.Stop()
+	r.stopPull()
 	r.cons.Delete(ctx)
 }

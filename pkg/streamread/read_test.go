@@ -113,30 +113,3 @@ func TestReadEmpty(t *testing.T) {
 		t.Errorf("err %v, %d calls; want none", err, calls)
 	}
 }
-
-// TestOpenEphemeralOutlivesARestart: an ephemeral consumer of a file
-// stream is still there after the server restarts, so that its reader
-// goes on at once rather than after it finds it gone.
-func TestOpenEphemeralOutlivesARestart(t *testing.T) {
-	opts := server.Options{JetStream: true, Port: natstest.FreePort(t), StoreDir: t.TempDir()}
-	srv := natstest.Server(t, opts)
-	nc := natstest.Connect(t, srv.ClientURL())
-	js := natstest.JetStreamOf(t, nc)
-	ctx := context.Background()
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "READ", Subjects: []string{"r.>"}, Storage: jetstream.FileStorage})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := streamread.Open(ctx, s, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Shutdown()
-	srv.WaitForShutdown()
-	natstest.Server(t, opts)
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := c.Info(rctx); err != nil {
-		t.Errorf("the ephemeral consumer after the restart: %v", err)
-	}
-}
