@@ -23,6 +23,8 @@ type Consumer struct {
 	LastSeq uint64
 	// Pending is how many messages the consumer had pending when created.
 	Pending uint64
+	// received is the delivery sequence of the last message ReadAll got.
+	received uint64
 }
 
 // Open creates a pull consumer on s with cfg, durable (created or updated)
@@ -49,14 +51,15 @@ func Open(ctx context.Context, s jetstream.Stream, cfg jetstream.ConsumerConfig)
 	if err != nil {
 		return nil, fmt.Errorf("create a consumer on %s: %w", name, err)
 	}
-	out := &Consumer{Consumer: c, stream: s, Pending: c.CachedInfo().NumPending}
+	info := c.CachedInfo()
+	out := &Consumer{Consumer: c, stream: s, Pending: info.NumPending, received: info.Delivered.Consumer}
 	// Only now, not before the consumer exists: see the package comment.
-	info, err := s.Info(ctx)
+	sinfo, err := s.Info(ctx)
 	if err != nil {
 		out.Delete(ctx)
 		return nil, fmt.Errorf("stream %s: %w", name, err)
 	}
-	out.LastSeq = info.State.LastSeq
+	out.LastSeq = sinfo.State.LastSeq
 	return out, nil
 }
 

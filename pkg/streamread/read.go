@@ -3,11 +3,19 @@ package streamread
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
+
+// ErrMissed is returned by ReadAll when the server delivered messages that
+// never reached the reader: written into a link that was lost before they
+// arrived (the connection reconnected meanwhile), or fetched by another
+// client of the consumer. A consumer without acknowledgements never sends
+// them again, so the read is incomplete; read again.
+var ErrMissed = errors.New("streamread: messages delivered to the consumer did not arrive")
 
 // Fetching is how ReadAll pulls: up to Batch messages a request, waiting at
 // most Wait for them.
@@ -20,7 +28,9 @@ type Fetching struct {
 // until Reached, and returns fn's first error. Messages that were pending
 // but went away before they were delivered (expired, purged, rolled up) are
 // not waited for: after a fetch that brought nothing it asks the consumer
-// what is still pending.
+// what is still pending. It returns ErrMissed when a delivery did not
+// arrive: the consumer's delivery sequence, which counts each message it
+// sent, skipped one, or stood past the last one received.
 func (c *Consumer) ReadAll(ctx context.Context, f Fetching, fn func(m jetstream.Msg, meta *jetstream.MsgMetadata) error) error {
 	for left := c.Pending; left > 0; {
 		// A fetch returns when its batch is full: ask for what is pending.
@@ -41,6 +51,9 @@ func (c *Consumer) ReadAll(ctx context.Context, f Fetching, fn func(m jetstream.
 		if err != nil {
 			return err
 		}
+		if info.Delivered.Consumer > c.received {
+			return fmt.Errorf("%w: %d sent, %d received", ErrMissed, info.Delivered.Consumer, c.received)
+		}
 		left = info.NumPending
 	}
 	return nil
@@ -59,6 +72,10 @@ func (c *Consumer) fetch(ctx context.Context, n int, fn func(jetstream.Msg, *jet
 		if err != nil {
 			return 0, false, err
 		}
+		if meta.Sequence.Consumer != c.received+1 {
+			return 0, false, fmt.Errorf("%w: delivery %d after %d", ErrMissed, meta.Sequence.Consumer, c.received)
+		}
+		c.received = meta.Sequence.Consumer
 		if err := fn(m, meta); err != nil {
 			return 0, false, err
 		}

@@ -2,6 +2,7 @@ package streamread_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -112,4 +113,67 @@ func TestReadEmpty(t *testing.T) {
 	if err != nil || calls != 0 {
 		t.Errorf("err %v, %d calls; want none", err, calls)
 	}
+}
+
+// takeBy fetches n messages of c's consumer through another handle, as
+// another client of the consumer would: to c's reader, deliveries that
+// never arrive, as those written into a lost link.
+func takeBy(t *testing.T, js jetstream.JetStream, c *streamread.Consumer, n int) {
+	t.Helper()
+	other, err := js.Consumer(context.Background(), "READ", c.CachedInfo().Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := other.Fetch(n, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for range batch.Messages() {
+		got++
+	}
+	if got != n {
+		t.Fatalf("the other handle took %d messages, want %d (%v)", got, n, batch.Error())
+	}
+}
+
+// TestReadAllReportsMissedDeliveries: a read whose consumer delivered
+// messages it did not receive, first or last, fails with ErrMissed rather
+// than ending as if it had read everything.
+func TestReadAllReportsMissedDeliveries(t *testing.T) {
+	cfg := jetstream.ConsumerConfig{FilterSubjects: []string{"r.>"}, AckPolicy: jetstream.AckNonePolicy}
+	t.Run("first", func(t *testing.T) {
+		js, s := newStream(t)
+		publish(t, js, "r.a", 10)
+		c, err := streamread.Open(context.Background(), s, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Delete(context.Background())
+		takeBy(t, js, c, 3)
+		err = c.ReadAll(context.Background(), streamread.Fetching{Batch: 4, Wait: time.Second}, func(jetstream.Msg, *jetstream.MsgMetadata) error { return nil })
+		if !errors.Is(err, streamread.ErrMissed) {
+			t.Fatalf("err %v, want ErrMissed", err)
+		}
+	})
+	t.Run("last", func(t *testing.T) {
+		js, s := newStream(t)
+		publish(t, js, "r.a", 5)
+		c, err := streamread.Open(context.Background(), s, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Delete(context.Background())
+		var seqs []uint64
+		err = c.ReadAll(context.Background(), streamread.Fetching{Batch: 2, Wait: time.Second}, func(_ jetstream.Msg, meta *jetstream.MsgMetadata) error {
+			seqs = append(seqs, meta.Sequence.Stream)
+			if len(seqs) == 2 {
+				takeBy(t, js, c, 3)
+			}
+			return nil
+		})
+		if !errors.Is(err, streamread.ErrMissed) {
+			t.Fatalf("err %v after seqs %v, want ErrMissed", err, seqs)
+		}
+	})
 }
