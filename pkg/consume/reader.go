@@ -48,6 +48,9 @@ type reader struct {
 	// lastSeq is the stream sequence of the last message delivered, acked
 	// that of the last one acknowledged (durable consumers).
 	lastSeq, acked uint64
+	// delivered is the consumer's delivery sequence of the last message
+	// delivered (ephemeral consumers).
+	delivered uint64
 	// lastMsgAt is when the last message was delivered, or the consumer
 	// created; stall overrides stallAfter (tests).
 	lastMsgAt time.Time
@@ -73,7 +76,8 @@ func (r *reader) open(ctx context.Context) error {
 		return fmt.Errorf("consume: %w", err)
 	}
 	r.str, r.cons = s, cons
-	r.from, r.lastMsgAt = cons.CachedInfo().Delivered.Stream, time.Now()
+	info := cons.CachedInfo()
+	r.from, r.delivered, r.lastMsgAt = info.Delivered.Stream, info.Delivered.Consumer, time.Now()
 	if r.it, err = r.cons.Messages(jetstream.WithMessagesErrOnMissingHeartbeat(true)); err != nil {
 		return fmt.Errorf("consume: pull from %s: %w", r.stream, err)
 	}
@@ -147,18 +151,15 @@ func (r *reader) next(ctx context.Context, wait time.Duration) (msg, error) {
 		m, err := r.it.Next(jetstream.NextContext(nctx))
 		cancel()
 		if err == nil {
-			meta, err := m.Metadata()
-			if err != nil {
-				return msg{}, fmt.Errorf("consume: %w", err)
+			out, missed, aerr := r.accept(m)
+			if !missed {
+				return out, aerr
 			}
-			seq := meta.Sequence.Stream
-			// Everything here rests on stream order; only a durable
-			// consumer delivers an earlier message again (a redelivery).
-			if seq <= r.lastSeq && !r.durable() {
-				return msg{}, fmt.Errorf("consume: %s delivered seq %d after %d", r.stream, seq, r.lastSeq)
-			}
-			r.lastSeq, r.lastMsgAt = max(r.lastSeq, seq), time.Now()
-			return msg{Msg: m, meta: meta}, nil
+			// Deliveries that never arrived, lost with a link: the
+			// consumer goes, and the one made again starts where this
+			// reader stands.
+			r.cons.Delete(ctx)
+			err = fmt.Errorf("%w: %v", jetstream.ErrConsumerDeleted, aerr)
 		}
 		if ctx.Err() != nil {
 			return msg{}, ctx.Err()
@@ -185,10 +186,36 @@ func (r *reader) next(ctx context.Context, wait time.Duration) (msg, error) {
 		if !r.resume && !r.durable() {
 			return msg{}, fmt.Errorf("%w: %v", errConsumerLost, err)
 		}
-		if err := r.recreate(ctx); err != nil {
+		if err := r.recreate(ctx, err); err != nil {
 			return msg{}, err
 		}
 	}
+}
+
+// accept checks a delivered message and makes it the last one. missed
+// reports a message of an ephemeral consumer that does not follow the
+// last one delivered: the consumer's delivery sequence counts every
+// message it sent, so one skipped was sent and lost (into a link lost
+// before the reader noticed the reconnect).
+func (r *reader) accept(m jetstream.Msg) (_ msg, missed bool, _ error) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return msg{}, false, fmt.Errorf("consume: %w", err)
+	}
+	seq := meta.Sequence.Stream
+	if !r.durable() {
+		// Everything here rests on stream order; only a durable
+		// consumer delivers an earlier message again (a redelivery).
+		if seq <= r.lastSeq {
+			return msg{}, false, fmt.Errorf("consume: %s delivered seq %d after %d", r.stream, seq, r.lastSeq)
+		}
+		if d := meta.Sequence.Consumer; d != r.delivered+1 {
+			return msg{}, true, fmt.Errorf("delivery %d after %d", d, r.delivered)
+		}
+		r.delivered = meta.Sequence.Consumer
+	}
+	r.lastSeq, r.lastMsgAt = max(r.lastSeq, seq), time.Now()
+	return msg{Msg: m, meta: meta}, false, nil
 }
 
 // stallAfter is how long a reader waits in vain for a message the stream
@@ -221,7 +248,7 @@ func (r *reader) replaceStalled(ctx context.Context) error {
 		return fmt.Errorf("%w for %v", errStalled, quiet.Round(time.Second))
 	}
 	r.cons.Delete(ctx)
-	return r.recreate(ctx)
+	return r.recreate(ctx, fmt.Errorf("nothing delivered for %v", quiet.Round(time.Second)))
 }
 
 func (r *reader) stallAfter() time.Duration {
@@ -231,8 +258,9 @@ func (r *reader) stallAfter() time.Duration {
 	return stallAfter
 }
 
-// recreate replaces a lost consumer by one that goes on where it was.
-func (r *reader) recreate(ctx context.Context) error {
+// recreate replaces a lost consumer by one that goes on where it was; why
+// is what told it was lost.
+func (r *reader) recreate(ctx context.Context, why error) error {
 	// Before anything was delivered, from where the lost one started: a
 	// DeliverNew consumer created again would skip what was stored since.
 	from := max(r.lastSeq, r.from)
@@ -242,7 +270,7 @@ func (r *reader) recreate(ctx context.Context) error {
 	if from > 0 || r.cfg.DeliverPolicy == jetstream.DeliverNewPolicy {
 		r.cfg.DeliverPolicy, r.cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from+1
 	}
-	klog.FromContext(ctx).Info("Consumer lost; creating it again", "stream", r.stream, "fromSeq", from+1, "durable", r.cfg.Durable)
+	klog.FromContext(ctx).Info("Consumer lost; creating it again", "stream", r.stream, "fromSeq", from+1, "durable", r.cfg.Durable, "reason", why)
 	r.stopPull()
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		err := r.open(ctx)

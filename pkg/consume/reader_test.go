@@ -216,3 +216,45 @@ func TestReaderGoesOnAfterAServerRestart(t *testing.T) {
 		t.Fatalf("after the restart: seqs %v, want [2]", got)
 	}
 }
+
+// TestReaderGoesBackForMissedDeliveries: messages the consumer delivered
+// that never reached the reader are read again from where it stood,
+// whatever noticed the loss. Here its pull is stopped, with what it had
+// received and not handed out, and a new one started on the same
+// consumer, as a pull that nats.go sends again after a reconnect the
+// reader did not notice.
+func TestReaderGoesBackForMissedDeliveries(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	srv := natstest.Server(t, server.Options{JetStream: true})
+	_, js := natstest.JetStream(t, srv.ClientURL())
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "R", Subjects: []string{"r.>"}, Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(n int) {
+		for range n {
+			if _, err := js.Publish(ctx, "r.a", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	publish(10)
+	r := &reader{js: js, stream: "R", resume: true, cfg: jetstream.ConsumerConfig{
+		FilterSubjects: []string{"r.a"}, AckPolicy: jetstream.AckNonePolicy,
+	}}
+	if err := r.open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer r.close(ctx)
+	got := readSeqs(t, ctx, r, 1, 10*time.Second)
+	r.stopPull()
+	it, err := r.cons.Messages(jetstream.WithMessagesErrOnMissingHeartbeat(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.it = it
+	publish(5)
+	got = append(got, readSeqs(t, ctx, r, 15, 10*time.Second)...)
+	if want := seqsFrom(1, 15); !slices.Equal(got, want) {
+		t.Fatalf("seqs %v, want %v", got, want)
+	}
+}
