@@ -82,6 +82,7 @@ func (r *reader) open(ctx context.Context) error {
 		return fmt.Errorf("consume: pull from %s: %w", r.stream, err)
 	}
 	if !r.durable() {
+		r.relinked.Store(false)
 		r.unwatch = watchRelink(r.js.Conn(), r.it, &r.relinked)
 	}
 	return nil
@@ -94,8 +95,9 @@ func (r *reader) open(ctx context.Context) error {
 // the pull's heartbeats would tell only after twice their interval, 30 s.
 func watchRelink(nc *nats.Conn, it jetstream.MessagesContext, relinked *atomic.Bool) (stop func()) {
 	status := nc.StatusChanged(nats.RECONNECTING, nats.CONNECTED)
-	done := make(chan struct{})
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		down := false
 		for {
 			select {
@@ -115,8 +117,11 @@ func watchRelink(nc *nats.Conn, it jetstream.MessagesContext, relinked *atomic.B
 			}
 		}
 	}()
+	// Once stop returns, the watch sets relinked no more: a reader that
+	// replaced its pull does not take the next one's end for a reconnect.
 	return func() {
 		close(done)
+		<-exited
 		nc.RemoveStatusListener(status)
 	}
 }
