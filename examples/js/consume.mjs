@@ -265,6 +265,7 @@ const info = await jsm.consumers.add(stream, {
   deliver_policy: DeliverPolicy.LastPerSubject,
   ack_policy: AckPolicy.None,
   inactive_threshold: nanos(60_000),
+  mem_storage: true,
 });
 // After the consumer exists, so that every term marker older than the
 // messages it delivers is read.
@@ -275,17 +276,59 @@ for (const subject of termSubjects) {
     addTerm(`${clusterOf(m.subject)} ${shard ? `${shard[1]}/${shard[2]}` : "0/1"}`, m.seq);
   }
 }
+// The consumer takes no acknowledgement, so what the server wrote into a
+// lost link never comes again: on every reconnect, and on a delivery that
+// does not follow the last one (the consumer counts what it sent), it is
+// created again from the stream sequence after the last message applied,
+// as nats.js's ordered consumer does (docs/consumers.md). Its state is held
+// in memory: a server restart loses it, and the reconnect replaces it.
+let consumer = info.name;
+let messages;
+let lost = false;
+(async () => {
+  for await (const s of nc.status()) {
+    if (s.type === "reconnect") {
+      lost = true;
+      messages?.stop();
+    }
+  }
+})();
 for (const sig of ["SIGINT", "SIGTERM"]) {
   process.on(sig, async () => {
-    await jsm.consumers.delete(stream, info.name).catch(() => {});
+    await jsm.consumers.delete(stream, consumer).catch(() => {});
     await nc.close();
     process.exit(0);
   });
 }
 if (info.num_pending === 0) printState();
-const messages = await (await jetstream(nc).consumers.get(stream, info.name)).consume();
-for await (const m of messages) {
-  apply(m);
-  // Caught up with the stream: the state is the cluster's as of m.
-  if (!live && m.info.pending === 0) printState();
+for (let lastSeq = 0, delivered = 0; ; ) {
+  messages = await (await jetstream(nc).consumers.get(stream, consumer)).consume();
+  if (lost) messages.stop(); // a reconnect while it was being made
+  for await (const m of messages) {
+    if (m.info.deliverySequence !== delivered + 1) {
+      lost = true;
+      messages.stop();
+      break;
+    }
+    delivered = m.info.deliverySequence;
+    apply(m);
+    lastSeq = m.seq;
+    // Caught up with the stream: the state is the cluster's as of m.
+    if (!live && m.info.pending === 0) printState();
+  }
+  if (!lost) break; // the connection closed
+  lost = false;
+  say(`consumer lost: reading again from seq ${lastSeq + 1}`);
+  await jsm.consumers.delete(stream, consumer).catch(() => {});
+  // Before anything was read, from the start again.
+  const again = await jsm.consumers.add(stream, {
+    filter_subjects: [`${type}.>`, ...termSubjects],
+    ...(lastSeq > 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: lastSeq + 1 } : { deliver_policy: DeliverPolicy.LastPerSubject }),
+    ack_policy: AckPolicy.None,
+    inactive_threshold: nanos(60_000),
+    mem_storage: true,
+  });
+  consumer = again.name;
+  delivered = 0;
+  if (!live && again.num_pending === 0) printState();
 }
