@@ -2,6 +2,7 @@ package consume
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -256,5 +257,48 @@ func TestReaderGoesBackForMissedDeliveries(t *testing.T) {
 	got = append(got, readSeqs(t, ctx, r, 15, 10*time.Second)...)
 	if want := seqsFrom(1, 15); !slices.Equal(got, want) {
 		t.Fatalf("seqs %v, want %v", got, want)
+	}
+}
+
+// TestScanTakesAMissedDeliveryForALostConsumer: a scan of markers whose
+// consumer sent a message that never arrived (taken here by another
+// handle of the consumer, as a lost link loses it) fails as a lost
+// consumer does, so that a bootstrap starts over rather than ending.
+func TestScanTakesAMissedDeliveryForALostConsumer(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	srv := natstest.Server(t, server.Options{JetStream: true})
+	_, js := natstest.JetStream(t, srv.ClientURL())
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "R", Subjects: []string{"r.>"}, Storage: jetstream.MemoryStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// More than one fetch's batch (256): the other handle's fetch, made
+	// while the first batch is handed out, takes the first message after it.
+	for range 300 {
+		if _, err := js.Publish(ctx, "r.t", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	taken := 0
+	err = scanSubject(ctx, js, "R", "r.t", func(uint64, nats.Header) error {
+		if taken > 0 {
+			return nil
+		}
+		name := <-s.ConsumerNames(ctx).Name()
+		other, err := js.Consumer(ctx, "R", name)
+		if err != nil {
+			return err
+		}
+		batch, err := other.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return err
+		}
+		for range batch.Messages() {
+			taken++
+		}
+		return nil
+	})
+	if !errors.Is(err, errConsumerLost) {
+		t.Fatalf("err %v with %d message taken by another handle, want errConsumerLost", err, taken)
 	}
 }

@@ -2,6 +2,7 @@ package consume
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -137,7 +138,7 @@ func scanSubjects(ctx context.Context, js jetstream.JetStream, stream string, fi
 	if err != nil {
 		return err
 	}
-	return streamread.Read(ctx, s, jetstream.ConsumerConfig{
+	err = streamread.Read(ctx, s, jetstream.ConsumerConfig{
 		FilterSubjects: filters,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		AckPolicy:      jetstream.AckNonePolicy,
@@ -146,6 +147,12 @@ func scanSubjects(ctx context.Context, js jetstream.JetStream, stream string, fi
 	}, streamread.Fetching{Batch: 256, Wait: fetchWait}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) error {
 		return fn(meta.Sequence.Stream, m.Subject(), m.Headers())
 	})
+	if errors.Is(err, streamread.ErrMissed) {
+		// Lost with a link: a bootstrap starts over, as when its own
+		// consumer is lost.
+		return fmt.Errorf("%w: %w", errConsumerLost, err)
+	}
+	return err
 }
 
 // fetchWait bounds one wait for a message when a reader must notice that
