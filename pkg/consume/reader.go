@@ -48,9 +48,6 @@ type reader struct {
 	// lastSeq is the stream sequence of the last message delivered, acked
 	// that of the last one acknowledged (durable consumers).
 	lastSeq, acked uint64
-	// delivered is the consumer's delivery sequence of the last message
-	// delivered (ephemeral consumers).
-	delivered uint64
 	// lastMsgAt is when the last message was delivered, or the consumer
 	// created; stall overrides stallAfter (tests).
 	lastMsgAt time.Time
@@ -76,8 +73,7 @@ func (r *reader) open(ctx context.Context) error {
 		return fmt.Errorf("consume: %w", err)
 	}
 	r.str, r.cons = s, cons
-	info := cons.CachedInfo()
-	r.from, r.delivered, r.lastMsgAt = info.Delivered.Stream, info.Delivered.Consumer, time.Now()
+	r.from, r.lastMsgAt = cons.CachedInfo().Delivered.Stream, time.Now()
 	if r.it, err = r.cons.Messages(jetstream.WithMessagesErrOnMissingHeartbeat(true)); err != nil {
 		return fmt.Errorf("consume: pull from %s: %w", r.stream, err)
 	}

@@ -81,10 +81,9 @@ func (r *reader) accept(m jetstream.Msg) (_ msg, missed bool, _ error) {
 		if seq <= r.lastSeq {
 			return msg{}, false, fmt.Errorf("consume: %s delivered seq %d after %d", r.stream, seq, r.lastSeq)
 		}
-		if d := meta.Sequence.Consumer; d != r.delivered+1 {
-			return msg{}, true, fmt.Errorf("delivery %d after %d", d, r.delivered)
+		if err := r.cons.Received(meta); err != nil {
+			return msg{}, true, err
 		}
-		r.delivered = meta.Sequence.Consumer
 	}
 	r.lastSeq, r.lastMsgAt = max(r.lastSeq, seq), time.Now()
 	return msg{Msg: m, meta: meta}, false, nil

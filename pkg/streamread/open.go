@@ -23,7 +23,8 @@ type Consumer struct {
 	LastSeq uint64
 	// Pending is how many messages the consumer had pending when created.
 	Pending uint64
-	// received is the delivery sequence of the last message ReadAll got.
+	// received is the delivery sequence of the last message received
+	// (ReadAll, Received).
 	received uint64
 }
 

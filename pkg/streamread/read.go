@@ -59,6 +59,18 @@ func (c *Consumer) ReadAll(ctx context.Context, f Fetching, fn func(m jetstream.
 	return nil
 }
 
+// Received records a message of a consumer without acknowledgements as
+// received, or returns ErrMissed when it does not follow the last one
+// received: the consumer's delivery sequence counts every message it
+// sent, so one skipped was sent and lost.
+func (c *Consumer) Received(meta *jetstream.MsgMetadata) error {
+	if d := meta.Sequence.Consumer; d != c.received+1 {
+		return fmt.Errorf("%w: delivery %d after %d", ErrMissed, d, c.received)
+	}
+	c.received = meta.Sequence.Consumer
+	return nil
+}
+
 // fetch hands one batch to fn. It returns whether the last message wanted
 // came, and if not how many the consumer still had pending after the last
 // one delivered: 0 when none came (Reached holds where nothing is pending).
@@ -72,10 +84,9 @@ func (c *Consumer) fetch(ctx context.Context, n int, fn func(jetstream.Msg, *jet
 		if err != nil {
 			return 0, false, err
 		}
-		if meta.Sequence.Consumer != c.received+1 {
-			return 0, false, fmt.Errorf("%w: delivery %d after %d", ErrMissed, meta.Sequence.Consumer, c.received)
+		if err := c.Received(meta); err != nil {
+			return 0, false, err
 		}
-		c.received = meta.Sequence.Consumer
 		if err := fn(m, meta); err != nil {
 			return 0, false, err
 		}
